@@ -1,0 +1,62 @@
+"""The ``notebook-bcc`` command line: a thin layer over the package.
+
+Command modules are imported lazily (each exposes ``register(subparsers)``; the handler imports
+what it needs), so ``notebook-bcc --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from notebook_bcc import __version__
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "notebook_bcc.cli.fsm_cmd",
+    "notebook_bcc.cli.validate_cmd",
+    "notebook_bcc.cli.schema_cmd",
+)
+"""Modules that each register one or more subcommands, in help order."""
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="notebook-bcc",
+        description="Run DSLC workflows planned by an AI or a YAML blueprint in real notebooks.",
+    )
+    parser.add_argument("--version", action="version", version=f"notebook-bcc {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: parse arguments and run the chosen handler; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    from notebook_bcc.errors import NotebookBccError
+
+    try:
+        code: int = handler(args)
+    except NotebookBccError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

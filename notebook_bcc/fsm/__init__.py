@@ -1,0 +1,1 @@
+"""Pure state machines, no I/O: the workflow FSM, the ExecutionContract, declarative rules."""

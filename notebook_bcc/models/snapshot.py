@@ -1,0 +1,299 @@
+"""The WorkflowSnapshot: the single source of truth for one workflow (DESIGN §9 D5).
+
+The store persists it, the server serves it, the panel renders it and planners receive a
+projection of it. It stays small as a run grows: the full FSM history, completed contracts and
+the trace are store rows; the snapshot keeps a bounded tail.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from notebook_bcc.models.base import WireModel
+from notebook_bcc.models.contract import ExecutionContract
+from notebook_bcc.models.names import Event, State
+from notebook_bcc.models.records import HistoryEntry
+
+SCHEMA_VERSION = 1
+HISTORY_TAIL = 50
+"""How many FSM history entries the snapshot keeps (seed 002 suggests 50)."""
+
+JsonScalar = str | int | float | bool | None
+
+
+class FsmBlock(WireModel):
+    """The protocol position (seed 003 ``state.FSM``) with a bounded history tail."""
+
+    state: State = State.IDLE
+    last_transition: Event | None = None
+    timestamp: str | None = None
+    history: list[HistoryEntry] = Field(
+        default_factory=list, description=f"The last {HISTORY_TAIL} transitions."
+    )
+
+
+RunStatus = Literal["running", "paused", "waiting", "interrupted", "failed", "completed", "cancelled"]
+PendingKind = Literal[
+    "workflow_update",
+    "step_update",
+    "stage_confirmation",
+    "irreversible_confirmation",
+    "in_doubt",
+    "kernel_rebuild",
+]
+
+
+class PendingDecision(WireModel):
+    """A human decision the run waits for (D2)."""
+
+    id: str
+    kind: PendingKind
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+    created_at: str
+
+
+class RunBlock(WireModel):
+    """The operational life of the run beside the FSM (D1)."""
+
+    status: RunStatus = "running"
+    reason: str | None = None
+    since: str | None = None
+    pending: list[PendingDecision] = Field(default_factory=list)
+
+
+class CurrentLocation(WireModel):
+    """``observation.location.current`` of seed 000."""
+
+    stage_id: str | None = None
+    step_id: str | None = None
+    behavior_id: str | None = None
+    behavior_iteration: int = 0
+
+
+class Outputs(WireModel):
+    """Artifacts tracking at one level: expected, produced, in progress."""
+
+    expected: list[str] = Field(default_factory=list)
+    produced: list[str] = Field(default_factory=list)
+    in_progress: list[str] = Field(default_factory=list)
+
+
+class PcsConsiderations(WireModel):
+    """Predictability / computability / stability notes of a step (seed 000, PCS)."""
+
+    predictability: str | None = None
+    computability: str | None = None
+    stability: str | None = None
+
+
+class PlanItem(WireModel):
+    """A stage, step or behavior as planned, with what happened to it.
+
+    One model for the three levels keeps progress handling uniform; fields that do not apply
+    at a level stay empty. ``extra`` keeps planner elements we do not act on (never dropped).
+    """
+
+    id: str
+    title: str | None = None
+    goal: str | None = None
+    verified_artifacts: list[str] = Field(default_factory=list)
+    required_variables: list[str] = Field(default_factory=list)
+    acceptance: list[str] = Field(default_factory=list)
+    focus: str | None = None
+    optional: bool = False
+    pcs_considerations: PcsConsiderations | None = None
+    agent: str | None = None
+    task: str | None = None
+    inputs: dict[str, str] = Field(default_factory=dict)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    iteration: int | None = None
+    visits: int = 0
+    completion_status: Literal["success", "failed", "unverified", "skipped"] | None = None
+    artifacts_produced: list[str] = Field(default_factory=list)
+    whathappened: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class LevelProgress(WireModel):
+    """Progress at one level (stages, steps or behaviors) as seed 000's schema lists it."""
+
+    completed: list[PlanItem] = Field(default_factory=list)
+    current: PlanItem | None = None
+    remaining: list[PlanItem] = Field(default_factory=list)
+    focus: str | None = None
+    current_outputs: Outputs = Field(default_factory=Outputs)
+    iteration: int | None = Field(default=None, description="Behaviors only: the iteration.")
+
+
+class Progress(WireModel):
+    """``observation.location.progress``."""
+
+    stages: LevelProgress = Field(default_factory=LevelProgress)
+    steps: LevelProgress = Field(default_factory=LevelProgress)
+    behaviors: LevelProgress = Field(default_factory=LevelProgress)
+
+
+class Location(WireModel):
+    """``observation.location``: where the workflow is, how far it got, what it aims for."""
+
+    current: CurrentLocation = Field(default_factory=CurrentLocation)
+    progress: Progress = Field(default_factory=Progress)
+    goals: str | None = None
+
+
+class VariableInfo(WireModel):
+    """What the workflow knows of one variable (D13: JSON scalars carry their value)."""
+
+    type: str
+    value: Any = Field(default=None, description="JSON value for scalars and planner-set values.")
+    shape: list[int] | None = None
+    dtypes: dict[str, str] | None = None
+    length: int | None = None
+    repr: str | None = None
+    source: Literal["kernel", "planner", "user"] = "kernel"
+
+
+class Effects(WireModel):
+    """Outputs of the running behavior and a capped history (D12)."""
+
+    current: list[str] = Field(default_factory=list)
+    history: list[str] = Field(default_factory=list)
+
+
+class NotebookSummary(WireModel):
+    """``state.notebook`` of seed 000."""
+
+    notebook_id: str | None = None
+    title: str | None = None
+    cell_count: int = 0
+    execution_count: int = 0
+    last_cell_type: Literal["code", "markdown", "raw"] | None = None
+    last_output: str | None = None
+
+
+class ActionQueue(WireModel):
+    """The current behavior's actions and how far execution reached."""
+
+    behavior_id: str | None = None
+    iteration: int = 0
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    index: int = 0
+
+
+class AcceptanceResult(WireModel):
+    """One acceptance criterion's outcome, as evaluated in the kernel."""
+
+    status: Literal["passed", "failed", "error"]
+    message: str | None = None
+
+
+class Gap(WireModel):
+    """A required variable that was missing when a level was about to start (D15)."""
+
+    variable: str
+    level: Literal["stage", "step", "behavior"]
+    owner_id: str
+    detected_at: str
+
+
+class StageMachineState(WireModel):
+    """Where a blueprint's stage machine (seed 004 rules) stands."""
+
+    current_state: str | None = None
+    visits: dict[str, int] = Field(default_factory=dict)
+    hops: int = 0
+    max_hops: int | None = None
+    resume_state: str | None = Field(
+        default=None, description="Set by an `on: pause` rule: the stage to resume in."
+    )
+
+
+class PcsSignals(WireModel):
+    """PCS signals the kernel can observe cheaply (D20)."""
+
+    seeds_set: bool | None = None
+    library_versions_recorded: bool | None = None
+    holdout_split: bool | None = None
+
+
+class Metrics(WireModel):
+    """Seed 000 "Metrics and Monitoring" (D20); ratios in [0, 1], None when undefined."""
+
+    stage_progress: float | None = None
+    overall_progress: float | None = None
+    artifact_completion: float | None = None
+    acceptance_pass_rate: float | None = None
+    retry_rate: float | None = None
+    variable_coverage: float | None = None
+    pcs: PcsSignals = Field(default_factory=PcsSignals)
+
+
+class UsageTotals(WireModel):
+    """Planner calls, tokens and latency."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class Usage(UsageTotals):
+    """Planner usage in total and per stage."""
+
+    per_stage: dict[str, UsageTotals] = Field(default_factory=dict)
+
+
+class PlannerSettings(WireModel):
+    """Which planner answers and how; never secrets."""
+
+    kind: Literal["blueprint", "replay", "http", "llm"] = "blueprint"
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkflowSnapshot(WireModel):
+    """Everything about one workflow, in one model (D5)."""
+
+    workflow_id: str
+    run_id: str
+    notebook_path: str | None = None
+    schema_version: int = SCHEMA_VERSION
+    version: int = Field(default=0, description="Bumped by the store on every committed change.")
+    fsm: FsmBlock = Field(default_factory=FsmBlock)
+    run: RunBlock = Field(default_factory=RunBlock)
+    location: Location = Field(default_factory=Location)
+    variables: dict[str, VariableInfo] = Field(default_factory=dict)
+    effects: Effects = Field(default_factory=Effects)
+    notebook: NotebookSummary = Field(default_factory=NotebookSummary)
+    open_contracts: list[ExecutionContract] = Field(default_factory=list)
+    action_queue: ActionQueue = Field(default_factory=ActionQueue)
+    acceptance: dict[str, dict[str, AcceptanceResult]] = Field(default_factory=dict)
+    gaps: list[Gap] = Field(default_factory=list)
+    stage_machine: StageMachineState = Field(default_factory=StageMachineState)
+    metrics: Metrics = Field(default_factory=Metrics)
+    usage: Usage = Field(default_factory=Usage)
+    planner: PlannerSettings = Field(default_factory=PlannerSettings)
+    problem: str | None = Field(default=None, description="The user's problem text.")
+    files: list[str] = Field(default_factory=list, description="User input files.")
+
+
+def new_snapshot(
+    workflow_id: str,
+    run_id: str,
+    *,
+    notebook_path: str | None = None,
+    problem: str | None = None,
+    files: list[str] | None = None,
+    planner: PlannerSettings | None = None,
+) -> WorkflowSnapshot:
+    """A fresh snapshot in ``idle`` with the user's inputs recorded."""
+    return WorkflowSnapshot(
+        workflow_id=workflow_id,
+        run_id=run_id,
+        notebook_path=notebook_path,
+        problem=problem,
+        files=list(files or []),
+        planner=planner or PlannerSettings(),
+    )
