@@ -99,4 +99,6 @@ TERMINAL_STATES = frozenset({S.WORKFLOW_COMPLETED, S.ERROR, S.CANCELLED})
 
 def table_rows() -> list[dict[str, str]]:
     """The table as JSON rows ``{"from", "event", "to"}`` (CLI ``fsm table``, ``GET /fsm``)."""
-    return [{"from": r.source.value, "event": r.event.value, "to": r.target.value} for r in TRANSITIONS]
+    return [
+        {"from": r.source.value, "event": r.event.value, "to": r.target.value} for r in TRANSITIONS
+    ]

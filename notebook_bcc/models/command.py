@@ -74,9 +74,13 @@ def parse_command(data: object) -> EventCommand | DecideCommand | ActionCommand:
             details={"keys": sorted(data)},
         )
     (key,) = keys
-    model = {"event": EventCommand, "decide": DecideCommand, "action": ActionCommand}[key]
+    models: dict[str, type[EventCommand | DecideCommand | ActionCommand]] = {
+        "event": EventCommand,
+        "decide": DecideCommand,
+        "action": ActionCommand,
+    }
     try:
-        return model.model_validate(data)
+        return models[key].model_validate(data)
     except UnknownNameError as exc:
         raise CommandError(f"/{key}: {exc.message}") from None
     except ValidationError as exc:

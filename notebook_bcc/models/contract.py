@@ -85,9 +85,7 @@ class ExecutionContract(WireModel):
     result: str | None = None
     error_message: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    workflow_id: str | None = Field(
-        default=None, description="Scope of the idempotency key (D7)."
-    )
+    workflow_id: str | None = Field(default=None, description="Scope of the idempotency key (D7).")
     run_id: str | None = Field(default=None, description="The run that created the contract.")
     created_at: float
     updated_at: float

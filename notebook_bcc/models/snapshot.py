@@ -34,7 +34,9 @@ class FsmBlock(WireModel):
     )
 
 
-RunStatus = Literal["running", "paused", "waiting", "interrupted", "failed", "completed", "cancelled"]
+RunStatus = Literal[
+    "running", "paused", "waiting", "interrupted", "failed", "completed", "cancelled"
+]
 PendingKind = Literal[
     "workflow_update",
     "step_update",

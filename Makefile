@@ -1,0 +1,43 @@
+# notebook-bcc: every target installs what it needs into .venv first (extras included),
+# even when .venv already exists; the install step re-runs whenever its inputs change.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.notebook-bcc-installed
+INSTALL_INPUTS := pyproject.toml $(wildcard labextension/package.json labextension/yarn.lock labextension/tsconfig.json labextension/src/*.ts labextension/src/*.tsx labextension/style/*)
+
+.PHONY: install test lint typecheck pytest run bench clean help
+
+help:
+	@echo "make run    - run the main job (for now: the workflow FSM as a Mermaid diagram)"
+	@echo "make test   - ruff, mypy (strict) and pytest"
+	@echo "make clean  - remove the venv and build outputs"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python $(INSTALL_INPUTS)
+	$(BIN)/python -m pip install --quiet -e ".[test,dev,examples]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check notebook_bcc tests
+	$(BIN)/ruff format --check notebook_bcc tests
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+run: install
+	$(BIN)/notebook-bcc fsm diagram
+
+clean:
+	rm -rf $(VENV) notebook_bcc/labextension labextension/lib labextension/node_modules out
