@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 settings.register_profile(
