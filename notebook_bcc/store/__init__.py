@@ -1,0 +1,35 @@
+"""Durable state: one SQLite file holding snapshots, history, trace, events, contracts, cells."""
+
+from notebook_bcc.store.errors import (
+    ChainBrokenError,
+    IdempotencyViolationError,
+    NotebookBusyError,
+    StoreUnavailableError,
+    UnknownWorkflowError,
+    VersionConflictError,
+)
+from notebook_bcc.store.sqlite import (
+    AsyncStore,
+    CellRow,
+    Commit,
+    CommitResult,
+    EventDraft,
+    SqliteStore,
+    row_hash,
+)
+
+__all__ = [
+    "AsyncStore",
+    "CellRow",
+    "ChainBrokenError",
+    "Commit",
+    "CommitResult",
+    "EventDraft",
+    "IdempotencyViolationError",
+    "NotebookBusyError",
+    "SqliteStore",
+    "StoreUnavailableError",
+    "UnknownWorkflowError",
+    "VersionConflictError",
+    "row_hash",
+]

@@ -1,0 +1,121 @@
+"""The SQLite schema of the store, as ordered migrations.
+
+``migrations[i]`` takes a database from schema version ``i`` to ``i + 1``. Chained tables
+(``history``, ``trace``, ``events``) carry ``prev_hash`` / ``hash`` columns; no other table does.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE workflows (
+        workflow_id   TEXT PRIMARY KEY,
+        run_id        TEXT NOT NULL,
+        notebook_path TEXT,
+        version       INTEGER NOT NULL,
+        fsm_state     TEXT NOT NULL,
+        run_status    TEXT NOT NULL,
+        active        INTEGER NOT NULL DEFAULT 1,
+        snapshot      TEXT NOT NULL,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX workflows_one_active_per_notebook
+        ON workflows(notebook_path) WHERE active = 1 AND notebook_path IS NOT NULL;
+
+    CREATE TABLE history (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        workflow_id TEXT NOT NULL,
+        run_id      TEXT NOT NULL,
+        from_state  TEXT NOT NULL,
+        event       TEXT NOT NULL,
+        to_state    TEXT NOT NULL,
+        timestamp   TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        prev_hash   TEXT NOT NULL,
+        hash        TEXT NOT NULL
+    );
+    CREATE INDEX history_by_workflow ON history(workflow_id, seq);
+
+    CREATE TABLE trace (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        workflow_id TEXT NOT NULL,
+        run_id      TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        action      TEXT NOT NULL,
+        timestamp   REAL NOT NULL,
+        result      TEXT,
+        metadata    TEXT NOT NULL,
+        prev_hash   TEXT NOT NULL,
+        hash        TEXT NOT NULL
+    );
+    CREATE INDEX trace_by_workflow ON trace(workflow_id, seq);
+
+    CREATE TABLE events (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        workflow_id TEXT NOT NULL,
+        version     INTEGER NOT NULL,
+        body        TEXT NOT NULL,
+        prev_hash   TEXT NOT NULL,
+        hash        TEXT NOT NULL
+    );
+    CREATE INDEX events_by_workflow ON events(workflow_id, seq);
+
+    CREATE TABLE contracts (
+        execution_id    TEXT PRIMARY KEY,
+        workflow_id     TEXT NOT NULL,
+        run_id          TEXT NOT NULL,
+        action_type     TEXT NOT NULL,
+        irreversible    INTEGER NOT NULL,
+        idempotency_key TEXT,
+        status          TEXT NOT NULL,
+        body            TEXT NOT NULL,
+        updated_at      REAL NOT NULL
+    );
+    CREATE INDEX contracts_by_workflow ON contracts(workflow_id, run_id);
+    CREATE UNIQUE INDEX contracts_irreversible_once
+        ON contracts(workflow_id, run_id, idempotency_key)
+        WHERE irreversible = 1 AND action_type = 'cell_execution'
+          AND idempotency_key IS NOT NULL
+          AND status IN ('RUNNING', 'WAITING', 'COMPLETED');
+
+    CREATE TABLE cells (
+        workflow_id TEXT NOT NULL,
+        cell_id     TEXT NOT NULL,
+        position    INTEGER NOT NULL,
+        contract_id TEXT,
+        cell        TEXT NOT NULL,
+        updated_at  TEXT NOT NULL,
+        PRIMARY KEY (workflow_id, cell_id)
+    );
+    CREATE INDEX cells_by_position ON cells(workflow_id, position);
+    """,
+)
+"""Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+CHAINED_TABLES: dict[str, tuple[str, ...]] = {
+    "history": (
+        "seq",
+        "workflow_id",
+        "run_id",
+        "from_state",
+        "event",
+        "to_state",
+        "timestamp",
+        "actor",
+    ),
+    "trace": (
+        "seq",
+        "workflow_id",
+        "run_id",
+        "actor",
+        "action",
+        "timestamp",
+        "result",
+        "metadata",
+    ),
+    "events": ("seq", "workflow_id", "version", "body"),
+}
+"""Each chained table and the columns its row hash covers (besides ``prev_hash``)."""

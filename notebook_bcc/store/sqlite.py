@@ -1,0 +1,524 @@
+"""The SQLite store: the only durable log of a workflow (D10).
+
+One write transaction per :class:`Commit` (``BEGIN IMMEDIATE``): the snapshot by compare-and-set
+on its version, the FSM history, trace and event rows (hash-chained), contract and cell upserts.
+WAL with ``synchronous=NORMAL`` survives a killed process (not a power cut). Connections are
+single-threaded: :class:`SqliteStore` is used from one thread, :class:`AsyncStore` gives asyncio
+code the same API on one dedicated executor thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from notebook_bcc.models.base import utc_now_iso
+from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.models.event import EventKind, WorkflowEvent
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.models.snapshot import WorkflowSnapshot
+from notebook_bcc.store import crash
+from notebook_bcc.store.errors import (
+    ChainBrokenError,
+    IdempotencyViolationError,
+    NotebookBusyError,
+    StoreUnavailableError,
+    UnknownWorkflowError,
+    VersionConflictError,
+)
+from notebook_bcc.store.schema import CHAINED_TABLES, MIGRATIONS, SCHEMA_VERSION
+
+GENESIS = "0" * 64
+"""``prev_hash`` of the first row of every chained table."""
+
+INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
+"""Run statuses after which a notebook may host a new workflow."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CellRow:
+    """One notebook cell as the store keeps it: nbformat JSON plus its position and contract."""
+
+    cell_id: str
+    position: int
+    cell: dict[str, Any]
+    contract_id: str | None = None
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    """A :class:`WorkflowEvent` before the store gives it ``seq``, ``version`` and ``at``."""
+
+    kind: EventKind
+    from_: str | None = None
+    event: str | None = None
+    to: str | None = None
+    actor: str = "engine"
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Everything one step of the engine makes durable, atomically."""
+
+    snapshot: WorkflowSnapshot
+    expected_version: int
+    history: Sequence[HistoryEntry] = ()
+    trace: Sequence[TraceRecord] = ()
+    contracts: Sequence[ExecutionContract] = ()
+    cells: Sequence[CellRow] = ()
+    events: Sequence[EventDraft] = ()
+    kinds: frozenset[str] = frozenset()
+    """What the commit records (``transition``, ``contract_running``, ``cell``, ...), for the
+    crash suite's kill points and for logs."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """The stored snapshot (with its new version) and the events as published."""
+
+    snapshot: WorkflowSnapshot
+    events: list[WorkflowEvent]
+
+
+def row_hash(prev_hash: str, values: Sequence[Any]) -> str:
+    """SHA-256 over the previous row's hash and the canonical JSON of a row's columns."""
+    payload = json.dumps(list(values), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{prev_hash}\n{payload}".encode()).hexdigest()
+
+
+def _dump(model: Any) -> str:
+    return str(model.model_dump_json(by_alias=True))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class SqliteStore:
+    """Synchronous store over one SQLite file; use from a single thread."""
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._crash = crash.CrashPlan.from_env()
+        try:
+            self._db = sqlite3.connect(
+                str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=True
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailableError(f"cannot open state database {self.path}: {exc}") from exc
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._db.close()
+
+    def _migrate(self) -> None:
+        current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if current > SCHEMA_VERSION:
+            raise StoreUnavailableError(
+                f"{self.path} has schema version {current}; this notebook-bcc knows up to "
+                f"{SCHEMA_VERSION}: upgrade notebook-bcc"
+            )
+        for version in range(current, SCHEMA_VERSION):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {version + 1}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def _write(self, fn: Callable[[], T], *, kinds: frozenset[str] = frozenset()) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; map SQLite failures to types."""
+        die_before = die_after = False
+        if self._crash is not None and self._crash.tick(kinds | {"any"}):
+            die_before = self._crash.when == "before"
+            die_after = self._crash.when == "after"
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailableError(
+                f"state database {self.path} is locked by another writer ({exc}); nothing was "
+                "recorded: run `notebook-bcc resume` once it is free",
+                details={"path": str(self.path), "cause": str(exc)},
+            ) from exc
+        try:
+            result = fn()
+            if die_before:
+                crash.die()
+            self._db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            self._db.execute("ROLLBACK")
+            if "contracts" in str(exc) or "idempotency_key" in str(exc):
+                raise IdempotencyViolationError(
+                    f"an irreversible action with the same content is already running, waiting "
+                    f"or completed in this run ({exc})"
+                ) from exc
+            raise
+        except sqlite3.OperationalError as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise StoreUnavailableError(
+                f"state database {self.path} could not be written: {exc}",
+                details={"path": str(self.path), "cause": str(exc)},
+            ) from exc
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        if die_after:
+            crash.die()
+        return result
+
+    # -- workflows ---------------------------------------------------------------------------
+
+    def create(self, snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
+        """Insert a new workflow; refuses a second active workflow on the same notebook."""
+
+        def insert() -> WorkflowSnapshot:
+            if snapshot.notebook_path is not None:
+                row = self._db.execute(
+                    "SELECT workflow_id FROM workflows WHERE notebook_path = ? AND active = 1",
+                    (snapshot.notebook_path,),
+                ).fetchone()
+                if row is not None:
+                    raise NotebookBusyError(snapshot.notebook_path, row[0])
+            now = utc_now_iso()
+            self._db.execute(
+                "INSERT INTO workflows (workflow_id, run_id, notebook_path, version, fsm_state,"
+                " run_status, active, snapshot, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                (
+                    snapshot.workflow_id,
+                    snapshot.run_id,
+                    snapshot.notebook_path,
+                    snapshot.version,
+                    snapshot.fsm.state.value,
+                    snapshot.run.status,
+                    _dump(snapshot),
+                    now,
+                    now,
+                ),
+            )
+            return snapshot
+
+        try:
+            return self._write(insert, kinds=frozenset({"create"}))
+        except sqlite3.IntegrityError as exc:
+            if "workflows.workflow_id" in str(exc):
+                raise StoreUnavailableError(f"workflow {snapshot.workflow_id} exists") from exc
+            raise NotebookBusyError(snapshot.notebook_path or "", None) from exc
+
+    def load(self, workflow_id: str) -> WorkflowSnapshot:
+        """The current snapshot of ``workflow_id``."""
+        row = self._db.execute(
+            "SELECT snapshot FROM workflows WHERE workflow_id = ?", (workflow_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownWorkflowError(workflow_id)
+        return WorkflowSnapshot.model_validate_json(row[0])
+
+    def workflow_ids(
+        self, *, notebook_path: str | None = None, active: bool | None = None
+    ) -> list[str]:
+        """Workflow ids, oldest first, optionally for one notebook and/or only active ones."""
+        query = "SELECT workflow_id FROM workflows WHERE 1 = 1"
+        params: list[Any] = []
+        if notebook_path is not None:
+            query += " AND notebook_path = ?"
+            params.append(notebook_path)
+        if active is not None:
+            query += " AND active = ?"
+            params.append(1 if active else 0)
+        query += " ORDER BY created_at, workflow_id"
+        return [r[0] for r in self._db.execute(query, params)]
+
+    def deactivate(self, workflow_id: str) -> None:
+        """Release the workflow's notebook so that a new workflow may start on it."""
+        self._write(
+            lambda: self._db.execute(
+                "UPDATE workflows SET active = 0 WHERE workflow_id = ?", (workflow_id,)
+            )
+        )
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def commit(self, change: Commit) -> CommitResult:
+        """Apply ``change`` atomically if the stored version is ``change.expected_version``."""
+        return self._write(lambda: self._apply(change), kinds=change.kinds)
+
+    def _apply(self, change: Commit) -> CommitResult:
+        snap = change.snapshot
+        wf = snap.workflow_id
+        new_version = change.expected_version + 1
+        stored = snap.model_copy(update={"version": new_version})
+        now = utc_now_iso()
+        cursor = self._db.execute(
+            "UPDATE workflows SET snapshot = ?, version = ?, run_id = ?, fsm_state = ?,"
+            " run_status = ?, active = ?, updated_at = ? WHERE workflow_id = ? AND version = ?",
+            (
+                _dump(stored),
+                new_version,
+                snap.run_id,
+                snap.fsm.state.value,
+                snap.run.status,
+                0 if snap.run.status in INACTIVE_STATUSES else 1,
+                now,
+                wf,
+                change.expected_version,
+            ),
+        )
+        if cursor.rowcount != 1:
+            raise VersionConflictError(wf, change.expected_version, self.load(wf))
+        for entry in change.history:
+            self._append(
+                "history",
+                (
+                    wf,
+                    snap.run_id,
+                    entry.from_state.value,
+                    entry.event.value,
+                    entry.to.value,
+                    entry.timestamp,
+                    entry.actor,
+                ),
+            )
+        for record in change.trace:
+            self._append(
+                "trace",
+                (
+                    wf,
+                    snap.run_id,
+                    record.actor,
+                    record.action,
+                    record.timestamp,
+                    record.result,
+                    _json(record.metadata),
+                ),
+            )
+        for contract in change.contracts:
+            self._db.execute(
+                "INSERT INTO contracts (execution_id, workflow_id, run_id, action_type,"
+                " irreversible, idempotency_key, status, body, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(execution_id) DO UPDATE SET status = excluded.status,"
+                " body = excluded.body, updated_at = excluded.updated_at",
+                (
+                    contract.execution_id,
+                    contract.workflow_id or wf,
+                    contract.run_id or snap.run_id,
+                    contract.action_type,
+                    1 if contract.irreversible else 0,
+                    contract.idempotency_key,
+                    contract.status.value,
+                    _dump(contract),
+                    contract.updated_at,
+                ),
+            )
+        for cell in change.cells:
+            self._db.execute(
+                "INSERT INTO cells (workflow_id, cell_id, position, contract_id, cell, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(workflow_id, cell_id) DO UPDATE SET cell = excluded.cell,"
+                " contract_id = COALESCE(excluded.contract_id, cells.contract_id),"
+                " updated_at = excluded.updated_at",
+                (wf, cell.cell_id, cell.position, cell.contract_id, _json(cell.cell), now),
+            )
+        published: list[WorkflowEvent] = []
+        for draft in change.events:
+            event = WorkflowEvent(
+                workflow_id=wf,
+                seq=0,
+                version=new_version,
+                at=now,
+                kind=draft.kind,
+                from_=draft.from_,
+                event=draft.event,
+                to=draft.to,
+                actor=draft.actor,
+                run_status=snap.run.status,
+                detail=draft.detail,
+            )
+            seq = self._append("events", (wf, new_version, None), body_model=event)
+            published.append(event.model_copy(update={"seq": seq}))
+        return CommitResult(stored, published)
+
+    def _append(
+        self, table: str, values: tuple[Any, ...], *, body_model: WorkflowEvent | None = None
+    ) -> int:
+        last = self._db.execute(
+            f"SELECT seq, hash FROM {table} ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        seq = 1 if last is None else int(last[0]) + 1
+        prev = GENESIS if last is None else str(last[1])
+        if body_model is not None:
+            values = (*values[:-1], _dump(body_model.model_copy(update={"seq": seq})))
+        columns = CHAINED_TABLES[table]
+        row = (seq, *values)
+        digest = row_hash(prev, row)
+        placeholders = ", ".join("?" for _ in range(len(columns) + 2))
+        self._db.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}, prev_hash, hash) VALUES ({placeholders})",
+            (*row, prev, digest),
+        )
+        return seq
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def history(self, workflow_id: str) -> list[HistoryEntry]:
+        """The full FSM history of a workflow, in order."""
+        rows = self._db.execute(
+            "SELECT from_state, event, to_state, timestamp, actor FROM history"
+            " WHERE workflow_id = ? ORDER BY seq",
+            (workflow_id,),
+        )
+        return [
+            HistoryEntry.model_validate(
+                {"from": r[0], "event": r[1], "to": r[2], "timestamp": r[3], "actor": r[4]}
+            )
+            for r in rows
+        ]
+
+    def trace(self, workflow_id: str) -> list[TraceRecord]:
+        """The full execution trace of a workflow, in order."""
+        rows = self._db.execute(
+            "SELECT actor, action, timestamp, result, metadata FROM trace"
+            " WHERE workflow_id = ? ORDER BY seq",
+            (workflow_id,),
+        )
+        return [
+            TraceRecord(
+                actor=r[0], action=r[1], timestamp=r[2], result=r[3], metadata=json.loads(r[4])
+            )
+            for r in rows
+        ]
+
+    def events(self, workflow_id: str, *, after_seq: int = 0) -> list[WorkflowEvent]:
+        """Published events of a workflow with ``seq > after_seq``, in order."""
+        rows = self._db.execute(
+            "SELECT body FROM events WHERE workflow_id = ? AND seq > ? ORDER BY seq",
+            (workflow_id, after_seq),
+        )
+        return [WorkflowEvent.model_validate_json(r[0]) for r in rows]
+
+    def contracts(
+        self,
+        workflow_id: str,
+        *,
+        run_id: str | None = None,
+        statuses: Iterable[ExecutionStatus] | None = None,
+        idempotency_key: str | None = None,
+    ) -> list[ExecutionContract]:
+        """Contracts of a workflow, filtered by run, status and key; in creation order."""
+        query = "SELECT body FROM contracts WHERE workflow_id = ?"
+        params: list[Any] = [workflow_id]
+        if run_id is not None:
+            query += " AND run_id = ?"
+            params.append(run_id)
+        if statuses is not None:
+            wanted = [s.value for s in statuses]
+            query += f" AND status IN ({', '.join('?' for _ in wanted)})"
+            params.extend(wanted)
+        if idempotency_key is not None:
+            query += " AND idempotency_key = ?"
+            params.append(idempotency_key)
+        query += " ORDER BY rowid"
+        return [
+            ExecutionContract.model_validate_json(r[0]) for r in self._db.execute(query, params)
+        ]
+
+    def cells(self, workflow_id: str) -> list[CellRow]:
+        """The workflow's cells in notebook order."""
+        rows = self._db.execute(
+            "SELECT cell_id, position, cell, contract_id FROM cells WHERE workflow_id = ?"
+            " ORDER BY position, cell_id",
+            (workflow_id,),
+        )
+        return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3]) for r in rows]
+
+    def verify(self) -> int:
+        """Check every chained table's hashes; returns rows checked or raises ChainBrokenError."""
+        checked = 0
+        for table, columns in CHAINED_TABLES.items():
+            prev = GENESIS
+            query = f"SELECT {', '.join(columns)}, prev_hash, hash FROM {table} ORDER BY seq"
+            for row in self._db.execute(query):
+                values, prev_hash, digest = row[: len(columns)], row[-2], row[-1]
+                if prev_hash != prev or row_hash(prev, values) != digest:
+                    raise ChainBrokenError(
+                        f"{table} row seq={values[0]} does not match its hash chain: the row was "
+                        "edited, inserted or deleted after it was written",
+                        details={"table": table, "seq": values[0]},
+                    )
+                prev = digest
+                checked += 1
+        return checked
+
+
+class AsyncStore:
+    """:class:`SqliteStore` for asyncio code: every call runs on one dedicated thread."""
+
+    def __init__(self, executor: ThreadPoolExecutor, store: SqliteStore) -> None:
+        self._executor = executor
+        self._store = store
+
+    @classmethod
+    async def open(cls, path: str | Path, *, busy_timeout: float = 5.0) -> AsyncStore:
+        """Open (and migrate) the database on a new executor thread."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="notebook-bcc-store")
+        loop = asyncio.get_running_loop()
+        try:
+            store = await loop.run_in_executor(
+                executor, lambda: SqliteStore(path, busy_timeout=busy_timeout)
+            )
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(executor, store)
+
+    async def call(self, fn: Callable[[SqliteStore], T]) -> T:
+        """Run ``fn(store)`` on the store's thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, self._store)
+
+    async def create(self, snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
+        """See :meth:`SqliteStore.create`."""
+        return await self.call(lambda s: s.create(snapshot))
+
+    async def load(self, workflow_id: str) -> WorkflowSnapshot:
+        """See :meth:`SqliteStore.load`."""
+        return await self.call(lambda s: s.load(workflow_id))
+
+    async def commit(self, change: Commit) -> CommitResult:
+        """See :meth:`SqliteStore.commit`."""
+        return await self.call(lambda s: s.commit(change))
+
+    async def close(self) -> None:
+        """Close the connection on its thread and stop the thread."""
+        await self.call(lambda s: s.close())
+        self._executor.shutdown(wait=True)
