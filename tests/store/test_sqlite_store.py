@@ -218,7 +218,7 @@ def _some_rows(store: SqliteStore) -> None:
     version = 0
     for event in ["START_WORKFLOW", "START_STEP", "START_BEHAVIOR"]:
         snap, history = transition(snap, event)
-        contract, trace = create_contract(f"c-{event}", "cell_execution", {"e": event})
+        _, trace = create_contract(f"c-{event}", "cell_execution", {"e": event})
         result = store.commit(
             Commit(
                 snapshot=snap,
@@ -313,7 +313,7 @@ def test_async_store(tmp_path: Path) -> None:
 @pytest.mark.parametrize("raw", ["later:1", "before", "before:x", "after:1:a:b"])
 def test_crash_plan_is_validated(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NOTEBOOK_BCC_CRASH_AT", raw)
-    with pytest.raises(ValueError, match="NOTEBOOK_BCC_CRASH_AT|invalid literal"):
+    with pytest.raises(ValueError, match=r"NOTEBOOK_BCC_CRASH_AT|invalid literal"):
         CrashPlan.from_env()
 
 
@@ -333,13 +333,12 @@ def test_cas_version_counts_successful_commits(offsets: list[int]) -> None:
         successes = 0
         for offset in offsets:
             expected = successes + offset
-            try:
-                store.commit(Commit(snapshot=snap, expected_version=expected))
-            except VersionConflictError as exc:
-                assert offset != 0
-                assert exc.current.version == successes
+            if offset != 0:
+                with pytest.raises(VersionConflictError) as info:
+                    store.commit(Commit(snapshot=snap, expected_version=expected))
+                assert info.value.current.version == successes
             else:
-                assert offset == 0
+                store.commit(Commit(snapshot=snap, expected_version=expected))
                 successes += 1
         assert store.load("wf").version == successes
         store.close()
