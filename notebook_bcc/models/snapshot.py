@@ -279,6 +279,16 @@ class WorkflowSnapshot(WireModel):
     planner: PlannerSettings = Field(default_factory=PlannerSettings)
     problem: str | None = Field(default=None, description="The user's problem text.")
     files: list[str] = Field(default_factory=list, description="User input files.")
+    deprecated_variables: list[str] = Field(
+        default_factory=list,
+        description="Variables a stage reflection deprecated: still in the kernel, hidden from "
+        "planners unless a context_filter includes them.",
+    )
+    context_filter: dict[str, Any] | None = Field(
+        default=None,
+        description="The last planning response's context_filter (normalized JSON), applied "
+        "to the observations that follow until the next planning response.",
+    )
 
 
 def new_snapshot(

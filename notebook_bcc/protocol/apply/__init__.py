@@ -1,0 +1,90 @@
+"""Planner payloads applied to the workflow snapshot, and the snapshot projected for planners.
+
+Pure functions, no I/O. Each apply takes the current :class:`WorkflowSnapshot` and a parsed
+payload and returns :class:`Applied` — the next snapshot with its FSM events already fired
+(history recorded), the events, records, warnings and parked decisions — or raises a typed
+:class:`ApplyError` leaving the input untouched. Every payload is checked against the state it
+arrives in (:data:`LEGAL_STATES`); D15 (iteration cap), D17 (decision precedence) and D18
+(updates parked until approved) are applied here. :func:`build_observation` is the projection
+planners receive (D21). :func:`load_state_document` reads our snapshot or a reference-client
+state.
+"""
+
+from notebook_bcc.protocol.apply.actions import apply_actions, complete_action
+from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells
+from notebook_bcc.protocol.apply.dispatch import apply_payload, apply_text
+from notebook_bcc.protocol.apply.errors import (
+    ApplyError,
+    ContradictoryPayloadError,
+    IllegalPayloadError,
+    PendingNotFoundError,
+    StateDocumentError,
+)
+from notebook_bcc.protocol.apply.legal import LEGAL_STATES, legal_states
+from notebook_bcc.protocol.apply.metrics import compute_metrics
+from notebook_bcc.protocol.apply.navigate import navigate
+from notebook_bcc.protocol.apply.observation import (
+    DEFAULT_BUDGET,
+    Observation,
+    ObservationBudget,
+    build_observation,
+    observation_size,
+)
+from notebook_bcc.protocol.apply.planning import apply_planning, apply_signals
+from notebook_bcc.protocol.apply.plans import (
+    apply_behavior,
+    apply_stages,
+    apply_steps,
+    apply_workflow,
+)
+from notebook_bcc.protocol.apply.reference import load_state_document, snapshot_from_reference
+from notebook_bcc.protocol.apply.reflect import apply_reflection, apply_stage_reflection
+from notebook_bcc.protocol.apply.result import (
+    DEFAULT_EFFECTS_HISTORY_CAP,
+    DEFAULT_MAX_ITERATIONS,
+    Applied,
+    ApplyOptions,
+    PlanDiff,
+)
+from notebook_bcc.protocol.apply.updates import approve_update, pending_updates, reject_update
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_EFFECTS_HISTORY_CAP",
+    "DEFAULT_MAX_ITERATIONS",
+    "LEGAL_STATES",
+    "Applied",
+    "ApplyError",
+    "ApplyOptions",
+    "ContradictoryPayloadError",
+    "IllegalPayloadError",
+    "NotebookDigest",
+    "Observation",
+    "ObservationBudget",
+    "PendingNotFoundError",
+    "PlanDiff",
+    "StateDocumentError",
+    "apply_actions",
+    "apply_behavior",
+    "apply_payload",
+    "apply_planning",
+    "apply_reflection",
+    "apply_signals",
+    "apply_stage_reflection",
+    "apply_stages",
+    "apply_steps",
+    "apply_text",
+    "apply_workflow",
+    "approve_update",
+    "build_observation",
+    "complete_action",
+    "compute_metrics",
+    "digest_cells",
+    "legal_states",
+    "load_state_document",
+    "navigate",
+    "observation_size",
+    "pending_updates",
+    "reject_update",
+    "snapshot_from_reference",
+]
