@@ -20,6 +20,27 @@ SCHEMA_MODELS: dict[str, str] = {
     "trace_record": "notebook_bcc.models.records:TraceRecord",
     "pending_decision": "notebook_bcc.models.snapshot:PendingDecision",
     "blueprint": "notebook_bcc.blueprint.models:Blueprint",
+    # protocol layer (issue 3): planner payloads and the actions they carry
+    "payload": "notebook_bcc.protocol.payloads:PayloadModel",
+    "payload_stages": "notebook_bcc.protocol.plans:StagesPayload",
+    "payload_workflow": "notebook_bcc.protocol.plans:WorkflowPayload",
+    "payload_steps": "notebook_bcc.protocol.plans:StepsPayload",
+    "payload_behavior": "notebook_bcc.protocol.plans:BehaviorPayload",
+    "payload_actions": "notebook_bcc.protocol.xml_actions:ActionsPayload",
+    "payload_reflection": "notebook_bcc.protocol.reflections:ReflectionPayload",
+    "payload_stage_reflection": "notebook_bcc.protocol.reflections:StageReflectionPayload",
+    "payload_json_actions": "notebook_bcc.protocol.payloads:JsonActionsPayload",
+    "payload_signals": "notebook_bcc.protocol.payloads:SignalsPayload",
+    "payload_planning": "notebook_bcc.protocol.payloads:PlanningPayload",
+    "json_action": "notebook_bcc.protocol.json_actions:JsonActionModel",
+    "xml_action": "notebook_bcc.protocol.xml_actions:XmlActionModel",
+    "xml_element": "notebook_bcc.protocol.xml_tree:XmlElement",
+    "planning_response": "notebook_bcc.protocol.planning:PlanningResponse",
+    "control_signal": "notebook_bcc.protocol.signals:ControlSignalModel",
+    "behavior_feedback": "notebook_bcc.protocol.signals:BehaviorFeedback",
+    # apply layer (issue 4): the observation planners receive, and an apply's outcome
+    "observation": "notebook_bcc.protocol.apply.observation:Observation",
+    "applied": "notebook_bcc.protocol.apply.result:Applied",
 }
 
 

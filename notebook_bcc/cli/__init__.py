@@ -17,6 +17,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "notebook_bcc.cli.fsm_cmd",
     "notebook_bcc.cli.validate_cmd",
     "notebook_bcc.cli.schema_cmd",
+    "notebook_bcc.cli.parse_cmd",
+    "notebook_bcc.cli.apply_cmd",
 )
 """Modules that each register one or more subcommands, in help order."""
 

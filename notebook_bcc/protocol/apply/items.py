@@ -148,6 +148,9 @@ def behavior_item(payload: BehaviorPayload, iteration: int) -> PlanItem:
         extra["step_id"] = payload.step_id
     if payload.effects:
         extra["effects"] = payload.effects
+    attrs = {k: v for k, v in payload.attrs.items() if k not in ("id", "step_id")}
+    if attrs:
+        extra["attrs"] = attrs
     texts = element_texts(payload.extra)
     if texts:
         extra["elements"] = texts

@@ -1,0 +1,41 @@
+"""Fields every payload parsed from planner XML carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from notebook_bcc.models.base import WireModel
+from notebook_bcc.protocol.xml_parse import ParsedXml
+from notebook_bcc.protocol.xml_tree import RepairNote, XmlElement
+
+
+class XmlPayloadBase(WireModel):
+    """What every XML payload model carries beside its typed fields.
+
+    ``document`` is the whole root element verbatim (every element, attribute and text, with
+    its line), so nothing the planner sent is lost even where no typed field maps it.
+    ``attrs`` are the root's attributes; ``extra`` the root's children no typed field took.
+    """
+
+    kind: str = Field(description="the payload kind (each payload model fixes it)")
+    truncated: bool = Field(
+        default=False, description="the input ended before the document did; see repairs"
+    )
+    repaired: bool = Field(default=False, description="the text was not well-formed as sent")
+    repairs: list[RepairNote] = Field(default_factory=list)
+    attrs: dict[str, str] = Field(default_factory=dict)
+    extra: list[XmlElement] = Field(default_factory=list)
+    document: XmlElement
+
+
+def base_fields(parsed: ParsedXml) -> dict[str, Any]:
+    """The :class:`XmlPayloadBase` fields of a parsed document (``extra`` excepted)."""
+    return {
+        "truncated": parsed.truncated,
+        "repaired": parsed.repaired,
+        "repairs": parsed.notes,
+        "attrs": dict(parsed.root.attrs),
+        "document": parsed.root,
+    }
