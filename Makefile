@@ -10,7 +10,7 @@ INSTALL_INPUTS := pyproject.toml $(wildcard labextension/package.json labextensi
 .PHONY: install test lint typecheck pytest run bench clean help
 
 help:
-	@echo "make run    - run the main job (for now: the workflow FSM as a Mermaid diagram)"
+	@echo "make run    - run the housing DSLC workflow headless into out/housing/"
 	@echo "make test   - ruff, mypy (strict) and pytest"
 	@echo "make clean  - remove the venv and build outputs"
 
@@ -36,8 +36,16 @@ pytest: install
 
 test: lint typecheck pytest
 
+HOUSING_PROBLEM := Predict house prices from the submitted data; the held-out RMSE must be below 18,000 and R² above 0.9.
+
 run: install
-	$(BIN)/notebook-bcc fsm diagram
+	rm -rf out/housing
+	$(BIN)/notebook-bcc run examples/housing --auto-confirm \
+		--notebook out/housing/housing.ipynb --state-db out/housing/state.sqlite \
+		--problem "$(HOUSING_PROBLEM)"
+
+bench: install
+	$(BIN)/python -m benchmarks.kernel_bench
 
 clean:
 	rm -rf $(VENV) notebook_bcc/labextension labextension/lib labextension/node_modules out

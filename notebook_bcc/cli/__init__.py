@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from notebook_bcc import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "notebook_bcc.cli.run_cmd",
+    "notebook_bcc.cli.status_cmd",
     "notebook_bcc.cli.fsm_cmd",
     "notebook_bcc.cli.validate_cmd",
     "notebook_bcc.cli.schema_cmd",

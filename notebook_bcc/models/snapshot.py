@@ -183,6 +183,10 @@ class ActionQueue(WireModel):
     iteration: int = 0
     actions: list[dict[str, Any]] = Field(default_factory=list)
     index: int = 0
+    executed: int = Field(default=0, description="Code executions in this behavior run.")
+    succeeded: int = Field(default=0, description="Executions that ended ok.")
+    sections_added: int = Field(default=0, description="Heading cells added.")
+    last_result: str | None = Field(default=None, description="Status of the last execution.")
 
 
 class AcceptanceResult(WireModel):

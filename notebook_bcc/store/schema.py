@@ -90,6 +90,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX cells_by_position ON cells(workflow_id, position);
     """,
+    """
+    CREATE TABLE commands (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        workflow_id TEXT NOT NULL,
+        body        TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        done_at     TEXT,
+        outcome     TEXT
+    );
+    CREATE INDEX commands_open ON commands(workflow_id, id) WHERE done_at IS NULL;
+    ALTER TABLE workflows ADD COLUMN owner TEXT;
+    """,
 )
 """Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
 

@@ -137,6 +137,9 @@ class SqliteStore:
         for version in range(current, SCHEMA_VERSION):
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != version:
+                    self._db.execute("ROLLBACK")
+                    continue
                 for statement in MIGRATIONS[version].split(";"):
                     if statement.strip():
                         self._db.execute(statement)
@@ -387,6 +390,55 @@ class SqliteStore:
             (*row, prev, digest),
         )
         return seq
+
+    # -- owner and command inbox ---------------------------------------------------------------
+
+    def set_owner(self, workflow_id: str, owner: str | None) -> None:
+        """Record which process drives the workflow (``pid@host``), or None when it stops."""
+        self._write(
+            lambda: self._db.execute(
+                "UPDATE workflows SET owner = ? WHERE workflow_id = ?", (owner, workflow_id)
+            )
+        )
+
+    def owner(self, workflow_id: str) -> str | None:
+        """The process recorded as driving the workflow, if any."""
+        row = self._db.execute(
+            "SELECT owner FROM workflows WHERE workflow_id = ?", (workflow_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownWorkflowError(workflow_id)
+        return None if row[0] is None else str(row[0])
+
+    def enqueue_command(self, workflow_id: str, body: dict[str, Any]) -> int:
+        """Queue a human command for the process driving the workflow; returns its id."""
+        self.load(workflow_id)
+
+        def insert() -> int:
+            cursor = self._db.execute(
+                "INSERT INTO commands (workflow_id, body, created_at) VALUES (?, ?, ?)",
+                (workflow_id, _json(body), utc_now_iso()),
+            )
+            return int(cursor.lastrowid or 0)
+
+        return self._write(insert, kinds=frozenset({"command"}))
+
+    def open_commands(self, workflow_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """Commands not yet taken, oldest first."""
+        rows = self._db.execute(
+            "SELECT id, body FROM commands WHERE workflow_id = ? AND done_at IS NULL ORDER BY id",
+            (workflow_id,),
+        )
+        return [(int(r[0]), json.loads(r[1])) for r in rows]
+
+    def finish_command(self, command_id: int, outcome: str) -> None:
+        """Mark a queued command taken, with what became of it."""
+        self._write(
+            lambda: self._db.execute(
+                "UPDATE commands SET done_at = ?, outcome = ? WHERE id = ?",
+                (utc_now_iso(), outcome, command_id),
+            )
+        )
 
     # -- reads -------------------------------------------------------------------------------
 

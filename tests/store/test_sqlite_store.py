@@ -61,7 +61,7 @@ def irreversible(
 def test_create_load_round_trip_and_pragmas(store: SqliteStore) -> None:
     snap = fresh(store)
     assert store.load("wf-1") == snap
-    assert store.schema_version == 1
+    assert store.schema_version == 2
     mode = store._db.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     with pytest.raises(UnknownWorkflowError, match="no workflow 'nope'"):

@@ -1,0 +1,106 @@
+"""``notebook-bcc status`` and ``notebook-bcc diagram``: read a run's state, draw a blueprint."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``status`` and ``diagram`` commands."""
+    status = subparsers.add_parser(
+        "status", help="FSM state, run status, pending decisions, progress and metrics of a run"
+    )
+    status.add_argument("--state-db", type=Path, required=True, help="the run's SQLite file")
+    status.add_argument("--workflow", help="the workflow id (default: the only or latest one)")
+    status.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    status.set_defaults(handler=_status)
+    diagram = subparsers.add_parser(
+        "diagram", help="the blueprint's stage machine as Mermaid (fsm diagram: the 14-state FSM)"
+    )
+    diagram.add_argument("target", type=Path, help="a blueprint YAML file or a folder with one")
+    diagram.add_argument("--current", help="mark this stage as current")
+    diagram.set_defaults(handler=_diagram)
+
+
+def open_existing(path: Path) -> Any:
+    """The store at ``path``; a missing file is bad input, never silently created."""
+    from notebook_bcc.errors import NotebookBccError
+    from notebook_bcc.store.sqlite import SqliteStore
+
+    if not path.is_file():
+        raise NotebookBccError(f"{path}: no such state database")
+    return SqliteStore(path)
+
+
+def pick_workflow(store: Any, workflow_id: str | None) -> str:
+    """The workflow to show: the one named, or the latest in the database."""
+    from notebook_bcc.errors import NotebookBccError
+
+    ids: list[str] = store.workflow_ids()
+    if workflow_id is not None:
+        if workflow_id not in ids:
+            raise NotebookBccError(
+                f"no workflow {workflow_id!r} (known: {', '.join(ids) or 'none'})"
+            )
+        return workflow_id
+    if not ids:
+        raise NotebookBccError("the state database holds no workflow")
+    return ids[-1]
+
+
+def _status(args: argparse.Namespace) -> int:
+    from notebook_bcc.cli.views import print_json, summary_lines
+
+    store = open_existing(args.state_db)
+    try:
+        snapshot = store.load(pick_workflow(store, args.workflow))
+    finally:
+        store.close()
+    if args.json:
+        print_json(snapshot.model_dump(mode="json", by_alias=True))
+        return 0
+    progress = snapshot.location.progress
+    print(f"FSM state: {snapshot.fsm.state.value} (last event {snapshot.fsm.last_transition})")
+    print(
+        f"run: {snapshot.run.status}" + (f" — {snapshot.run.reason}" if snapshot.run.reason else "")
+    )
+    current = progress.stages.current
+    print(
+        "stages: "
+        + ", ".join(f"{s.id}[{s.completion_status}]" for s in progress.stages.completed)
+        + (f" | current {current.id}" if current else "")
+        + (
+            " | remaining " + ", ".join(s.id for s in progress.stages.remaining)
+            if progress.stages.remaining
+            else ""
+        )
+    )
+    for line in summary_lines(snapshot, None)[2:]:
+        print(line)
+    if snapshot.run.pending:
+        print(
+            "answer with: notebook-bcc resume --state-db",
+            args.state_db,
+            "--approve|--reject --decision ID",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _diagram(args: argparse.Namespace) -> int:
+    from notebook_bcc.blueprint.diagram import blueprint_mermaid
+    from notebook_bcc.blueprint.issues import BlueprintError
+    from notebook_bcc.blueprint.loader import load_blueprint_file
+
+    path = args.target / "workflow.yaml" if args.target.is_dir() else args.target
+    try:
+        loaded = load_blueprint_file(path)
+    except BlueprintError as exc:
+        for issue in exc.issues:
+            print(issue.format(str(path)), file=sys.stderr)
+        return 2
+    print(blueprint_mermaid(loaded, current=args.current), end="")
+    return 0

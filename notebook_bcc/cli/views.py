@@ -1,0 +1,224 @@
+"""What ``notebook-bcc run`` shows while it works: JSON events, plain lines, or a live tree."""
+
+from __future__ import annotations
+
+import json
+import sys
+from time import monotonic
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from notebook_bcc.engine.engine import Engine, RunResult
+    from notebook_bcc.models.event import WorkflowEvent
+    from notebook_bcc.models.snapshot import WorkflowSnapshot
+
+
+class View(Protocol):
+    """A run's display: started with the engine, told of notices, stopped with the result."""
+
+    def start(self, engine: Engine) -> None:
+        """Subscribe to the engine's events."""
+
+    def notice(self, text: str) -> None:
+        """A message for the user (signals)."""
+
+    def stop(self, engine: Engine, result: RunResult | None) -> None:
+        """The run ended (``result`` None when it was stopped at once)."""
+
+
+def choose_view(*, json_lines: bool) -> View:
+    """``--json`` -> JSON lines; a terminal -> the live view; otherwise plain lines."""
+    if json_lines:
+        return JsonView()
+    if sys.stdout.isatty():
+        return RichView()
+    return PlainView()
+
+
+def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[str]:
+    """The end-of-run summary: outcome, stages, cells, metrics, time, where things are."""
+    stages = snapshot.location.progress.stages
+    done = {s.id for s in stages.completed if s.completion_status == "success"}
+    planned = {s.id for s in [*stages.completed, *stages.remaining]} | (
+        {stages.current.id} if stages.current else set()
+    )
+    metrics = snapshot.metrics
+    lines = [
+        f"workflow {snapshot.workflow_id}: {snapshot.run.status}"
+        + (f" ({snapshot.run.reason})" if snapshot.run.reason else "")
+        + f", FSM {snapshot.fsm.state.value}",
+        f"stages: {len(done)}/{len(planned)} completed; hops {snapshot.stage_machine.hops}; "
+        f"visits {dict(snapshot.stage_machine.visits)}",
+    ]
+    if result is not None:
+        lines.append(f"cells: {result.cells}; time: {result.duration_s:.1f} s")
+    parts = []
+    for name in ("overall_progress", "acceptance_pass_rate", "retry_rate", "variable_coverage"):
+        value = getattr(metrics, name)
+        if value is not None:
+            parts.append(f"{name} {value:.2f}")
+    pcs = metrics.pcs
+    parts.append(
+        f"PCS seeds={pcs.seeds_set} versions={pcs.library_versions_recorded} "
+        f"holdout={pcs.holdout_split}"
+    )
+    lines.append("metrics: " + ", ".join(parts))
+    for pending in snapshot.run.pending:
+        lines.append(f"pending decision {pending.id} ({pending.kind}): {pending.message}")
+    lines.append(f"notebook: {snapshot.notebook_path}")
+    return lines
+
+
+class JsonView:
+    """One JSON line per :class:`WorkflowEvent` on stdout (and nothing else there)."""
+
+    def start(self, engine: Engine) -> None:
+        """Print every event as it is published."""
+        engine.subscribe(self._print)
+
+    @staticmethod
+    def _print(event: WorkflowEvent) -> None:
+        sys.stdout.write(event.model_dump_json(by_alias=True) + "\n")
+        sys.stdout.flush()
+
+    def notice(self, text: str) -> None:
+        """Notices go to stderr, keeping stdout pure JSON."""
+        print(text, file=sys.stderr)
+
+    def stop(self, engine: Engine, result: RunResult | None) -> None:
+        """The summary goes to stderr."""
+        for line in summary_lines(engine.snapshot, result):
+            print(line, file=sys.stderr)
+
+
+def _where(snapshot: WorkflowSnapshot) -> str:
+    current = snapshot.location.current
+    parts = [p for p in (current.stage_id, current.step_id, current.behavior_id) if p]
+    if current.behavior_id and current.behavior_iteration > 1:
+        parts[-1] += f" (iteration {current.behavior_iteration})"
+    return " / ".join(parts)
+
+
+class PlainView:
+    """A line per stage, step and behavior started, per decision and per run change."""
+
+    def __init__(self) -> None:
+        self.began = monotonic()
+        self.engine: Engine | None = None
+
+    def start(self, engine: Engine) -> None:
+        """Subscribe to the engine's events."""
+        self.engine = engine
+        engine.subscribe(self._event)
+
+    def _line(self, text: str) -> None:
+        print(f"[{monotonic() - self.began:7.1f}s] {text}", flush=True)
+
+    def _event(self, event: WorkflowEvent) -> None:
+        if self.engine is None:
+            return
+        snapshot = self.engine.snapshot
+        if event.kind == "transition" and event.to in (
+            "stage_running",
+            "step_running",
+            "behavior_running",
+        ):
+            self._line(f"{event.event:<16} {_where(snapshot)}")
+        elif event.kind == "transition" and event.to == "workflow_completed":
+            self._line("COMPLETE_WORKFLOW")
+        elif event.kind == "decision":
+            detail = event.detail
+            self._line(
+                f"decision {event.event}: {detail.get('kind')} "
+                f"{detail.get('message') or detail.get('stage') or ''}".rstrip()
+            )
+        elif event.kind == "run" and event.event == "route":
+            detail = event.detail
+            self._line(
+                f"route {detail.get('stage')} ({detail.get('outcome')}) -> "
+                f"{detail.get('end') or 'end'} [{detail.get('rule')}]"
+            )
+        elif event.kind == "run":
+            reason = event.detail.get("reason")
+            self._line(f"run {event.to}" + (f": {reason}" if reason else ""))
+
+    def notice(self, text: str) -> None:
+        """Print a notice line."""
+        self._line(text)
+
+    def stop(self, engine: Engine, result: RunResult | None) -> None:
+        """Print the summary."""
+        for line in summary_lines(engine.snapshot, result):
+            print(line, flush=True)
+
+
+class RichView(PlainView):
+    """A live stage -> step -> behavior tree with the current action and elapsed time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._live: Any = None
+
+    def start(self, engine: Engine) -> None:
+        """Start the live display."""
+        from rich.live import Live
+
+        self.engine = engine
+        self._live = Live(get_renderable=self._render, refresh_per_second=4, transient=False)
+        self._live.start()
+
+    def _render(self) -> Any:
+        from rich.text import Text
+        from rich.tree import Tree
+
+        if self.engine is None:
+            return Text("starting...")
+        snap = self.engine.snapshot
+        progress = snap.location.progress
+        tree = Tree(
+            f"[bold]{snap.workflow_id}[/] · {snap.fsm.state.value} · run {snap.run.status} · "
+            f"{monotonic() - self.began:.0f}s"
+        )
+        marks = {"success": "[green]✔[/]", "failed": "[red]✘[/]", "skipped": "[dim]–[/]"}
+        for stage in progress.stages.completed:
+            tree.add(f"{marks.get(stage.completion_status or '', '✔')} {stage.title or stage.id}")
+        if progress.stages.current is not None:
+            stage = progress.stages.current
+            node = tree.add(f"[bold yellow]▶ {stage.title or stage.id}[/] (visit {stage.visits})")
+            for step in progress.steps.completed:
+                node.add(f"{marks.get(step.completion_status or '', '✔')} {step.title or step.id}")
+            if progress.steps.current is not None:
+                step = progress.steps.current
+                step_node = node.add(f"[yellow]▶ {step.title or step.id}[/]")
+                behavior = progress.behaviors.current
+                if behavior is not None:
+                    queue = snap.action_queue
+                    step_node.add(
+                        f"{behavior.agent or ''} {behavior.id} · iteration "
+                        f"{snap.location.current.behavior_iteration} · action "
+                        f"{min(queue.index + 1, len(queue.actions))}/{len(queue.actions)}"
+                    )
+            for step in progress.steps.remaining:
+                node.add(f"[dim]· {step.title or step.id}[/]")
+        for stage in progress.stages.remaining:
+            tree.add(f"[dim]· {stage.title or stage.id}[/]")
+        for pending in snap.run.pending:
+            tree.add(f"[magenta]? {pending.kind}: {pending.message}[/]")
+        return tree
+
+    def notice(self, text: str) -> None:
+        """Print above the live display."""
+        if self._live is not None:
+            self._live.console.print(text)
+
+    def stop(self, engine: Engine, result: RunResult | None) -> None:
+        """Stop the live display and print the summary."""
+        if self._live is not None:
+            self._live.stop()
+        for line in summary_lines(engine.snapshot, result):
+            print(line, flush=True)
+
+
+def print_json(data: Any) -> None:
+    """Pretty JSON on stdout."""
+    print(json.dumps(data, indent=2, ensure_ascii=False))

@@ -1,0 +1,640 @@
+"""Executing the action queue: every action as an ExecutionContract, written ahead (D7-D10).
+
+For each action at ``action_running``:
+- a notebook action that runs nothing (markdown, headings, titles, markers) is applied and its
+  contract created, started and completed in the same commit as its cell;
+- ``exec`` of a code cell: irreversibility is decided (D8), the idempotency rule checked (D7)
+  and a human asked first when required (D9); then the contract goes RUNNING *and is committed
+  with the cell's source* before the cell runs; the outputs, the contract's terminal status
+  and COMPLETE_ACTION are committed together afterwards.
+A failed execution ends the behavior's run early (the remaining actions are skipped with an
+effect): the reflection decides what happens next.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from notebook_bcc.engine.irreversible import is_irreversible
+from notebook_bcc.engine.routing import drop_pending, fire_event, with_run
+from notebook_bcc.fsm.contract import fire
+from notebook_bcc.fsm.idempotency import IdempotencyVerdict, check_idempotency, idempotency_key
+from notebook_bcc.kernel.cell_ids import ActionPath
+from notebook_bcc.kernel.results import ActionOutcome, ExecResult
+from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.models.names import Event, State
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.models.snapshot import PendingDecision, WorkflowSnapshot
+from notebook_bcc.planners.base import StageRoute
+from notebook_bcc.protocol.action_base import PlannerAction
+from notebook_bcc.protocol.action_models import (
+    LAST_ADDED_CELL,
+    AddAction,
+    ExecAction,
+    NewChapterAction,
+    NewSectionAction,
+    NewStepAction,
+)
+from notebook_bcc.protocol.apply import Applied, complete_action
+from notebook_bcc.protocol.errors import ProtocolError
+from notebook_bcc.protocol.json_actions import parse_action
+from notebook_bcc.store.sqlite import CellRow, EventDraft
+
+if TYPE_CHECKING:
+    from notebook_bcc.engine.engine import Engine
+
+LAST_OUTPUT_CHARS = 500
+HEADING_ACTIONS = (NewChapterAction, NewSectionAction, NewStepAction)
+INPUTS_PATH = ActionPath("_inputs", 1, "_inputs", "inputs", 1, 0)
+
+
+def _source(cell: Any) -> str:
+    source = cell.get("source", "") if cell is not None else ""
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+class IrreversibleExec(NamedTuple):
+    """An irreversible execution about to be confirmed: where, what, and why."""
+
+    path: ActionPath
+    cell_id: str
+    source: str
+    key: str
+    verdict: IdempotencyVerdict
+    reason: str | None
+
+
+class ActionExecutor:
+    """The engine's hands: turns queued actions into contracts, cells and commits."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def path(self, index: int, *, suffix: str = "") -> ActionPath:
+        """The action path of queue entry ``index`` in the current behavior run (D10)."""
+        snap = self.engine.snapshot
+        current = snap.location.current
+        stage_id = current.stage_id or "_workflow"
+        visit = snap.stage_machine.visits.get(stage_id, 1)
+        return ActionPath(
+            stage_id,
+            visit,
+            current.step_id or "_step",
+            (current.behavior_id or "_behavior") + suffix,
+            max(current.behavior_iteration, 1),
+            index,
+        )
+
+    def _notebook(self, snapshot: WorkflowSnapshot, result: ExecResult | None) -> WorkflowSnapshot:
+        document = self.engine.runtime.document
+        last = document.cells[-1] if document.cells else None
+        summary = snapshot.notebook.model_copy(
+            update={
+                "title": document.title or snapshot.notebook.title,
+                "cell_count": len(document.cells),
+                "last_cell_type": None if last is None else last.get("cell_type"),
+            }
+        )
+        if result is not None:
+            text = "".join(result.effects)[-LAST_OUTPUT_CHARS:]
+            summary = summary.model_copy(
+                update={
+                    "execution_count": result.execution_count or summary.execution_count,
+                    "last_output": text or summary.last_output,
+                }
+            )
+        return snapshot.model_copy(update={"notebook": summary})
+
+    def _queue(self, snapshot: WorkflowSnapshot, **update: Any) -> WorkflowSnapshot:
+        return snapshot.model_copy(
+            update={"action_queue": snapshot.action_queue.model_copy(update=update)}
+        )
+
+    def _cell_row(self, cell_id: str, contract_id: str | None) -> CellRow | None:
+        document = self.engine.runtime.document
+        cell = document.get(cell_id)
+        position = document.position(cell_id)
+        if cell is None or position is None:
+            return None
+        return CellRow(cell_id, position, json.loads(json.dumps(cell)), contract_id)
+
+    async def _finish(
+        self,
+        applied: Applied,
+        snapshot: WorkflowSnapshot,
+        *,
+        records: list[HistoryEntry | TraceRecord],
+        contracts: list[ExecutionContract],
+        kinds: frozenset[str],
+    ) -> None:
+        await self.engine.commit(
+            snapshot,
+            records=[*records, *applied.records],
+            contracts=contracts,
+            cells=self.engine.runtime.collector.drain(),
+            kinds=kinds,
+            warnings=applied.warnings,
+        )
+
+    # -- the inputs cell ------------------------------------------------------------------
+
+    async def inputs_cell(self) -> None:
+        """A visible first code cell with ``user_problem`` / ``user_submit_files`` (seed 000).
+
+        Executed under its own contract like any action, so the notebook runs on its own later.
+        """
+        snap = self.engine.snapshot
+        code = (
+            "# notebook-bcc inputs (seed 000: the user's problem and submitted files)\n"
+            f"user_problem = {snap.problem!r}\n"
+            f"user_submit_files = {list(snap.files)!r}\n"
+        )
+        add = AddAction(content=code, shot_type="action")
+        runner = self.engine.runtime.runner
+        outcome = runner.apply(add, INPUTS_PATH)
+        if outcome.cell_id is None:
+            await self.engine.fail_run(f"could not add the inputs cell: {outcome.refused}")
+            return
+        await self._execute(
+            ExecAction(codecell_id=outcome.cell_id),
+            INPUTS_PATH,
+            cell_id=outcome.cell_id,
+            irreversible=False,
+            reason=None,
+            complete=False,
+        )
+
+    # -- action_running -------------------------------------------------------------------
+
+    async def at_action_running(self) -> None:
+        """Run the action at ``action_queue.index`` (after parking any pending update, D18)."""
+        engine = self.engine
+        if await engine.park_updates():
+            return
+        snap = engine.snapshot
+        queue = snap.action_queue
+        if queue.index >= len(queue.actions):
+            applied = complete_action(snap, options=engine.client_options())
+            await engine.commit_applied(applied)
+            return
+        raw = queue.actions[queue.index]
+        try:
+            (action,) = parse_action(raw)
+        except (ProtocolError, ValueError) as exc:
+            message = exc.message if isinstance(exc, ProtocolError) else str(exc)
+            await engine.protocol_failure(f"queued action {queue.index} is malformed: {message}")
+            return
+        path = self.path(queue.index)
+        if isinstance(action, ExecAction):
+            await self._exec(action, path)
+        else:
+            await self._plain(action, path)
+
+    async def _plain(self, action: PlannerAction, path: ActionPath) -> None:
+        engine = self.engine
+        contract, records = engine.new_contract(
+            "cell_execution",
+            {"type": action.type, "path": path.key},
+            metadata={"path": path.key},
+        )
+        started, more = fire(contract, "start", actor="engine")
+        records += more
+        outcome = engine.runtime.runner.apply(action, path, contract_id=contract.execution_id)
+        effects: list[str] = []
+        if outcome.refused:
+            done, more = fire(started, "fail", actor="engine", error_message=outcome.refused)
+            effects.append(f"WARN: {action.type} refused: {outcome.refused}")
+        else:
+            done, more = fire(started, "succeed", actor="engine", result=outcome.cell_id)
+        records += more
+        snap = self._kernel_events(engine.snapshot, outcome)
+        if isinstance(action, HEADING_ACTIONS) and not outcome.refused:
+            snap = self._queue(snap, sections_added=snap.action_queue.sections_added + 1)
+        applied = complete_action(snap, effects=effects, options=engine.client_options())
+        after = self._notebook(applied.snapshot, None)
+        await self._finish(
+            applied, after, records=list(records), contracts=[done], kinds=frozenset({"action"})
+        )
+
+    def _kernel_events(
+        self, snapshot: WorkflowSnapshot, outcome: ActionOutcome
+    ) -> WorkflowSnapshot:
+        for event in outcome.events:
+            if event.kind == "comment_result":
+                snapshot = self.engine.archive_effects(snapshot)
+        return snapshot
+
+    def _flagged(self, action: ExecAction, cell_id: str) -> bool:
+        """Whether the planner marked the code irreversible (on the exec or its add action)."""
+        if action.irreversible:
+            return True
+        queue = self.engine.snapshot.action_queue
+        for raw in reversed(queue.actions[: queue.index]):
+            if raw.get("type") in ("add", "action") or raw.get("action") == "add":
+                return bool(raw.get("irreversible"))
+        cell: Any = self.engine.runtime.document.get(cell_id)
+        meta = cell.get("metadata", {}).get("notebook_bcc", {}) if cell is not None else {}
+        return bool(meta.get("irreversible"))
+
+    async def _exec(self, action: ExecAction, path: ActionPath) -> None:
+        engine = self.engine
+        document = engine.runtime.document
+        target = (
+            document.last_added_id if action.codecell_id == LAST_ADDED_CELL else action.codecell_id
+        )
+        cell = document.get(target) if target else None
+        if cell is None or target is None:
+            await self._execute(action, path, cell_id=None, irreversible=False, reason=None)
+            return
+        source = _source(cell)
+        irreversible, reason = is_irreversible(
+            source,
+            flagged=self._flagged(action, target),
+            patterns=engine.options.irreversible_patterns,
+        )
+        key: str | None = None
+        if irreversible:
+            key = idempotency_key({"type": "code", "code": source})
+            snap = engine.snapshot
+            existing = await engine.store.call(
+                lambda s: s.contracts(snap.workflow_id, idempotency_key=key)
+            )
+            verdict = check_idempotency(
+                key, workflow_id=snap.workflow_id, run_id=snap.run_id, existing=existing
+            )
+            if verdict.outcome == "refuse":
+                await self._skip(path, f"WARN: {verdict.reason}", key)
+                return
+            approved = any(
+                c.action_type == "confirmation"
+                and c.status is ExecutionStatus.COMPLETED
+                and c.run_id == snap.run_id
+                and c.metadata.get("path") == path.key
+                for c in await engine.store.call(
+                    lambda s: s.contracts(snap.workflow_id, run_id=snap.run_id)
+                )
+            )
+            needs = verdict.outcome == "confirm" or engine.options.confirm_irreversible
+            if needs and not approved:
+                facts = IrreversibleExec(path, target, source, key, verdict, reason)
+                if engine.options.auto_confirm:
+                    await self._auto_confirmation(facts)
+                else:
+                    await self._ask_irreversible(facts)
+                    return
+        await self._execute(
+            action, path, cell_id=target, irreversible=irreversible, reason=reason, key=key
+        )
+
+    async def _execute(
+        self,
+        action: ExecAction,
+        path: ActionPath,
+        *,
+        cell_id: str | None,
+        irreversible: bool,
+        reason: str | None,
+        key: str | None = None,
+        complete: bool = True,
+    ) -> None:
+        """Write ahead, run the cell once, commit the outcome (see the module docstring)."""
+        engine = self.engine
+        runtime = engine.runtime
+        source = _source(runtime.document.get(cell_id)) if cell_id else ""
+        contract, records = engine.new_contract(
+            "cell_execution",
+            {"type": "code", "code": source, "path": path.key, "cell_id": cell_id},
+            irreversible=irreversible,
+            key=key,
+            metadata={"path": path.key, "cell_id": cell_id, "irreversible_reason": reason},
+        )
+        running, more = fire(contract, "start", actor="engine")
+        records += more
+        row = self._cell_row(cell_id, contract.execution_id) if cell_id else None
+        await engine.commit(
+            engine.snapshot,
+            records=list(records),
+            contracts=[running],
+            cells=[*runtime.collector.drain(), *([row] if row else [])],
+            kinds=frozenset({"contract_running"}),
+        )
+        outcome = await runtime.runner.run(
+            action, path, contract_id=running.execution_id, timeout=engine.options.cell_timeout
+        )
+        result = outcome.execution
+        ok = outcome.refused is None and result is not None and result.ok
+        if ok and result is not None:
+            summary = "".join(result.effects).strip()[:200] or "ok"
+            done, records = fire(running, "succeed", actor="kernel", result=summary)
+            effects = list(result.effects)
+        else:
+            why = outcome.refused or _failure(result)
+            done, records = fire(running, "fail", actor="kernel", error_message=why)
+            effects = list(result.effects) if result is not None else [f"WARN: exec refused: {why}"]
+        snap = engine.note_code(source, engine.snapshot)
+        snap = self._notebook(snap, result)
+        if not complete:
+            await engine.commit(
+                snap,
+                records=list(records),
+                contracts=[done],
+                cells=runtime.collector.drain(),
+                kinds=frozenset({"contract_terminal"}),
+            )
+            if not ok:
+                await engine.fail_run(f"the inputs cell failed: {_failure(result)}")
+            return
+        queue = snap.action_queue
+        snap = self._queue(
+            snap,
+            executed=queue.executed + 1,
+            succeeded=queue.succeeded + (1 if ok else 0),
+            last_result=result.status if result is not None else "refused",
+        )
+        skipped = len(queue.actions) - queue.index - 1
+        if not ok and skipped > 0:
+            effects.append(
+                f"WARN: skipped the {skipped} remaining action(s) of this behavior after the "
+                "failed execution"
+            )
+        applied = complete_action(snap, effects=effects, options=engine.client_options())
+        after = applied.snapshot
+        if not ok and skipped > 0:
+            after = self._queue(after, index=len(after.action_queue.actions))
+        history: list[HistoryEntry | TraceRecord] = [*records]
+        if result is not None and result.status == "dead_kernel":
+            failed = fire_event(after, Event.FAIL, options=engine.client_options())
+            history += failed.records
+            after = with_run(failed.snapshot, "failed", f"the kernel died while running {path.key}")
+        await self._finish(
+            applied,
+            after,
+            records=history,
+            contracts=[done],
+            kinds=frozenset({"contract_terminal"}),
+        )
+
+    async def _skip(self, path: ActionPath, effect: str, key: str) -> None:
+        engine = self.engine
+        applied = complete_action(
+            engine.snapshot, effects=[effect], options=engine.client_options()
+        )
+        record = TraceRecord(
+            actor="engine",
+            action=f"skip:{path.key}",
+            timestamp=_now(),
+            metadata={"idempotency_key": key, "reason": effect},
+        )
+        await self._finish(
+            applied, applied.snapshot, records=[record], contracts=[], kinds=frozenset({"action"})
+        )
+
+    # -- confirmations (D9, D14 confirm) --------------------------------------------------
+
+    def _confirmation(
+        self, detail: dict[str, Any], *, key: str | None, metadata: dict[str, Any]
+    ) -> tuple[ExecutionContract, list[TraceRecord]]:
+        contract, records = self.engine.new_contract(
+            "confirmation", detail, key=key, metadata=metadata
+        )
+        running, more = fire(contract, "start", actor="engine")
+        waiting, last = fire(running, "suspend", actor="engine")
+        return waiting, [*records, *more, *last]
+
+    async def _ask_irreversible(self, facts: IrreversibleExec) -> None:
+        """D9: a confirmation contract WAITING and an ``irreversible_confirmation`` decision."""
+        engine = self.engine
+        path, cell_id, source, key, verdict, reason = facts
+        earlier = verdict.outcome == "confirm"
+        why = "marked by the planner" if reason == "planner" else f"matches {reason}"
+        message = (
+            verdict.reason if earlier else f"Run the irreversible action at {path.key}? ({why})"
+        )
+        contract, records = self._confirmation(
+            {"message": message, "idempotency_key": key, "cell_id": cell_id},
+            key=key,
+            metadata={"path": path.key, "cell_id": cell_id, "kind": "irreversible_confirmation"},
+        )
+        snap, decision = engine.new_decision(
+            "irreversible_confirmation",
+            message,
+            {
+                "contract_id": contract.execution_id,
+                "path": path.key,
+                "cell_id": cell_id,
+                "code": source,
+                "reason": reason,
+                "earlier_run": earlier,
+            },
+        )
+        await engine.commit(
+            with_run(snap, "waiting", message),
+            records=list(records),
+            contracts=[contract],
+            events=[_decision(decision, "created")],
+            kinds=frozenset({"decision"}),
+        )
+
+    async def _auto_confirmation(self, facts: IrreversibleExec) -> None:
+        """``--auto-confirm``: the confirmation contract is recorded and approved at once."""
+        engine = self.engine
+        path, cell_id, source, key, verdict, reason = facts
+        contract, records = self._confirmation(
+            {"message": "auto-confirmed", "idempotency_key": key, "cell_id": cell_id},
+            key=key,
+            metadata={"path": path.key, "cell_id": cell_id, "kind": "irreversible_confirmation"},
+        )
+        resumed, more = fire(contract, "resume", actor="auto-confirm")
+        done, last = fire(resumed, "succeed", actor="auto-confirm", result="approved")
+        await engine.commit(
+            engine.snapshot,
+            records=[*records, *more, *last],
+            contracts=[done],
+            events=[
+                EventDraft(
+                    "decision",
+                    event="approve",
+                    actor="auto-confirm",
+                    detail={
+                        "kind": "irreversible_confirmation",
+                        "path": path.key,
+                        "earlier_run": verdict.outcome == "confirm",
+                        "reason": reason,
+                        "code": source[:200],
+                    },
+                )
+            ],
+            kinds=frozenset({"decision"}),
+        )
+
+    async def ask_stage_confirmation(self, stage_id: str, route: StageRoute) -> None:
+        """A stage with ``confirm:`` finished its steps: ask a human (or auto-confirm)."""
+        engine = self.engine
+        message = route.message or f"Stage {stage_id} is done: continue?"
+        contract, records = self._confirmation(
+            {"message": message, "stage": stage_id},
+            key=None,
+            metadata={"stage": stage_id, "kind": "stage_confirmation"},
+        )
+        snap = engine.snapshot
+        machine = snap.stage_machine.model_copy(update={"resume_state": route.target})
+        snap = snap.model_copy(update={"stage_machine": machine})
+        engine.snapshot = snap
+        if engine.options.auto_confirm:
+            resumed, more = fire(contract, "resume", actor="auto-confirm")
+            done, last = fire(resumed, "succeed", actor="auto-confirm", result="approved")
+            await engine.commit(
+                snap,
+                records=[*records, *more, *last],
+                contracts=[done],
+                events=[
+                    EventDraft(
+                        "decision",
+                        event="approve",
+                        actor="auto-confirm",
+                        detail={
+                            "kind": "stage_confirmation",
+                            "stage": stage_id,
+                            "message": message,
+                        },
+                    )
+                ],
+                kinds=frozenset({"decision"}),
+            )
+            await engine._at_stage_completed(decided="success")
+            return
+        snap, decision = engine.new_decision(
+            "stage_confirmation",
+            message,
+            {"contract_id": contract.execution_id, "stage": stage_id, "resume_state": route.target},
+        )
+        await engine.commit(
+            with_run(snap, "waiting", message),
+            records=list(records),
+            contracts=[contract],
+            events=[_decision(decision, "created")],
+            kinds=frozenset({"decision"}),
+        )
+
+    def _open_contract(self, pending: PendingDecision) -> ExecutionContract | None:
+        wanted = pending.details.get("contract_id")
+        for contract in self.engine.snapshot.open_contracts:
+            if contract.execution_id == wanted:
+                return contract
+        return None
+
+    async def _answer(
+        self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    ) -> tuple[WorkflowSnapshot, list[TraceRecord], list[ExecutionContract]]:
+        """Resume the decision's WAITING contract and end it (approve: COMPLETED, reject:
+        REJECTED), drop the pending decision, set the run running."""
+        contract = self._open_contract(pending)
+        records: list[TraceRecord] = []
+        contracts: list[ExecutionContract] = []
+        if contract is not None and contract.status is ExecutionStatus.WAITING:
+            resumed, more = fire(contract, "resume", actor=actor)
+            if decision == "approve":
+                done, last = fire(resumed, "succeed", actor=actor, result="approved")
+            else:
+                done, last = fire(resumed, "reject", actor=actor, error_message="rejected")
+            records += [*more, *last]
+            contracts.append(done)
+        snap = with_run(drop_pending(self.engine.snapshot, pending.id), "running")
+        return snap, records, contracts
+
+    async def answer_stage_confirmation(
+        self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    ) -> None:
+        """Approve -> the stage succeeded; reject -> it failed; then route (D14)."""
+        engine = self.engine
+        snap, records, contracts = await self._answer(pending, decision, actor)
+        await engine.commit(
+            snap,
+            records=list(records),
+            contracts=contracts,
+            events=[_decision(pending, decision, actor=actor)],
+            kinds=frozenset({"decision"}),
+        )
+        if engine.snapshot.fsm.state is State.STAGE_COMPLETED:
+            await engine._at_stage_completed(
+                decided="success" if decision == "approve" else "failure"
+            )
+
+    async def answer_contract_decision(
+        self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    ) -> None:
+        """An irreversible confirmation: approve runs it next; reject skips it (D9)."""
+        engine = self.engine
+        snap, records, contracts = await self._answer(pending, decision, actor)
+        if decision == "reject" and snap.fsm.state is State.ACTION_RUNNING:
+            where = pending.details.get("path")
+            effect = f"WARN: irreversible action at {where} rejected by {actor}; skipped"
+            applied = complete_action(snap, effects=[effect], options=engine.client_options())
+            await engine.commit(
+                applied.snapshot,
+                records=[*records, *applied.records],
+                contracts=contracts,
+                events=[_decision(pending, decision, actor=actor)],
+                kinds=frozenset({"decision"}),
+            )
+            return
+        await engine.commit(
+            snap,
+            records=list(records),
+            contracts=contracts,
+            events=[_decision(pending, decision, actor=actor)],
+            kinds=frozenset({"decision"}),
+        )
+
+    # -- actions carried by reflections ---------------------------------------------------
+
+    async def run_reply_actions(self, applied: Applied) -> None:
+        """Commit a reflection's result, adding the notebook text its stream carried."""
+        engine = self.engine
+        runtime = engine.runtime
+        effects: list[str] = []
+        for number, action in enumerate(applied.actions):
+            if isinstance(action, ExecAction):
+                effects.append("WARN: a reflection cannot execute code; exec ignored")
+                continue
+            outcome = runtime.runner.apply(action, self.path(number, suffix="-reflection"))
+            if outcome.refused:
+                effects.append(f"WARN: {action.type} refused: {outcome.refused}")
+        snap = applied.snapshot
+        if effects:
+            snap = snap.model_copy(
+                update={
+                    "effects": snap.effects.model_copy(
+                        update={"current": [*snap.effects.current, *effects]}
+                    )
+                }
+            )
+        await engine.commit_applied(
+            applied, snapshot=self._notebook(snap, None), cells=runtime.collector.drain()
+        )
+
+
+def _failure(result: ExecResult | None) -> str:
+    if result is None:
+        return "no execution"
+    if result.error is not None:
+        return f"{result.status}: {result.error.ename}: {result.error.evalue}"
+    return f"{result.status}: {result.message or 'failed'}"
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+def _decision(pending: PendingDecision, what: str, *, actor: str = "engine") -> EventDraft:
+    return EventDraft(
+        "decision",
+        event=what,
+        actor=actor,
+        detail={"id": pending.id, "kind": pending.kind, "message": pending.message},
+    )

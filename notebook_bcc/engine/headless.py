@@ -1,0 +1,90 @@
+"""Wiring for a headless run: store, planner, kernel runtime and engine from plain settings.
+
+The CLI (and tests, benchmarks) call :func:`open_headless`; the server builds its engines
+with its own kernels and contents manager instead.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from notebook_bcc.engine.engine import Engine
+from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.engine.runtime import KernelRuntime
+from notebook_bcc.errors import NotebookBccError
+from notebook_bcc.kernel.document import NotebookDocument
+from notebook_bcc.models.snapshot import new_snapshot
+from notebook_bcc.planners.base import Planner
+from notebook_bcc.store.sqlite import AsyncStore
+
+
+@dataclass
+class HeadlessRun:
+    """Everything a headless run needs (paths are resolved by the caller)."""
+
+    planner: Planner
+    notebook: Path
+    state_db: Path
+    problem: str | None = None
+    files: list[Path] = field(default_factory=list)
+    options: EngineOptions = field(default_factory=EngineOptions)
+    workflow_id: str | None = None
+
+
+async def open_headless(run: HeadlessRun) -> Engine:
+    """Create the workflow in the store and return its engine (kernel not started yet).
+
+    An existing notebook is read and appended to (D19); its cells are never executed.
+    """
+    missing = [str(path) for path in run.files if not path.exists()]
+    if missing:
+        raise NotebookBccError(f"input file(s) not found: {', '.join(missing)}")
+    workflow_id = run.workflow_id or f"wf-{uuid.uuid4().hex[:12]}"
+    notebook = run.notebook.resolve()
+    notebook.parent.mkdir(parents=True, exist_ok=True)
+    document = (
+        NotebookDocument.read(notebook, workflow_id=workflow_id)
+        if notebook.exists()
+        else NotebookDocument(workflow_id=workflow_id)
+    )
+    store = await AsyncStore.open(run.state_db)
+    try:
+        runtime = KernelRuntime(
+            notebook_path=notebook,
+            workflow_id=workflow_id,
+            document=document,
+            kernel_name=run.options.kernel_name,
+            cell_timeout=run.options.cell_timeout,
+            write_debounce=run.options.write_debounce,
+        )
+        runtime.session.start_soon()
+        snapshot = new_snapshot(
+            workflow_id,
+            uuid.uuid4().hex[:12],
+            notebook_path=str(notebook),
+            problem=run.problem,
+            files=[str(path.resolve()) for path in run.files],
+        )
+        return await Engine.start_new(
+            store=store,
+            planner=run.planner,
+            runtime=runtime,
+            snapshot=snapshot,
+            options=run.options,
+        )
+    except BaseException:
+        await store.close()
+        raise
+
+
+async def close_headless(engine: Engine) -> None:
+    """Shut the kernel down, release the planner, close the store."""
+    try:
+        await engine.runtime.close()
+    finally:
+        try:
+            await engine.planner.aclose()
+        finally:
+            await engine.store.close()
