@@ -1,0 +1,1 @@
+"""Side-by-side performance harness (DESIGN §6): run with ``make bench``, never as unit tests."""

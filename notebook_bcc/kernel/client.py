@@ -1,0 +1,74 @@
+"""nbclient's ``NotebookClient`` without a JSON-schema check per output message.
+
+``nbformat.v4.output_from_msg`` validates every output it builds against the nbformat schema,
+and validation of a schema *fragment* runs through ``jsonschema`` (nbformat's fast validator
+only handles whole notebooks): a large part of the per-cell client cost. Outputs here are
+built as plain ``NotebookNode`` objects of the same shape and validated once, when the writer
+writes their cell (:func:`notebook_bcc.kernel.serialize.validate_cell`). Everything else --
+output widgets, display ids, ``clear_output(wait=True)`` -- behaves as in nbclient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nbclient import NotebookClient
+from nbformat.notebooknode import NotebookNode
+
+from notebook_bcc.kernel.cells import node
+
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "execute_result": ("metadata", "data", "execution_count"),
+    "display_data": ("metadata", "data"),
+    "stream": ("name", "text"),
+    "error": ("ename", "evalue", "traceback"),
+}
+
+
+def output_node(msg: dict[str, Any]) -> NotebookNode | None:
+    """The nbformat output for an iopub output message, or None for other message types."""
+    msg_type = msg["header"]["msg_type"]
+    fields = _FIELDS.get(msg_type)
+    if fields is None:
+        return None
+    content = msg["content"]
+    out: dict[str, Any] = {"output_type": msg_type}
+    for name in fields:
+        value = content.get(name)
+        if name in ("metadata", "data"):
+            value = node(dict(value or {}))
+        elif name == "traceback":
+            value = list(value or [])
+        out[name] = value
+    return node(out)
+
+
+class BccNotebookClient(NotebookClient):
+    """A ``NotebookClient`` whose outputs skip the per-message schema validation."""
+
+    def output(
+        self,
+        outs: list[NotebookNode],
+        msg: dict[str, Any],
+        display_id: str | None,
+        cell_index: int,
+    ) -> NotebookNode | None:
+        """Append the output ``msg`` carries to ``outs`` (nbclient's logic, unvalidated)."""
+        parent_msg_id = msg["parent_header"].get("msg_id")
+        if self.output_hook_stack[parent_msg_id]:
+            hook = self.output_hook_stack[parent_msg_id][-1]
+            hook.output(outs, msg, display_id, cell_index)
+            return None
+        out = output_node(msg)
+        if out is None:
+            self.log.error(f"unhandled iopub msg: {msg['msg_type']}")
+            return None
+        if self.clear_before_next_output:
+            outs[:] = []
+            self.clear_display_id_mapping(cell_index)
+            self.clear_before_next_output = False
+        if display_id:
+            cell_map = self._display_id_map.setdefault(display_id, {})
+            cell_map.setdefault(cell_index, []).append(len(outs))
+        outs.append(out)
+        return out

@@ -1,0 +1,524 @@
+"""One warm kernel per workflow, driven the DESIGN §9 D22 way.
+
+``NotebookClient(nb, km=km)`` + ``async_start_new_kernel_client()`` + ``async_execute_cell`` per
+cell: never nbclient's ``setup_kernel`` / ``execute`` helpers, which replace the process's
+SIGINT/SIGTERM handlers and restore the defaults afterwards. The session either starts its own
+kernel (and then owns it: shutdown is immediate) or drives one it is given (a jupyter_server
+session kernel: the session only closes its channels).
+
+Everything that talks to the kernel goes through one lock: a cell, a silent probe and an
+acceptance request never interleave on the shell channel. Timeouts, interrupts and a dead kernel
+become a typed status from our own bookkeeping (:class:`RawRun`), not a parsed string.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from queue import Empty
+from time import monotonic
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+from nbformat.notebooknode import NotebookNode
+
+from notebook_bcc.kernel.aio import cancel_alive_pollers, consume, kernel_client_of, maybe_await
+from notebook_bcc.kernel.client import BccNotebookClient
+from notebook_bcc.kernel.document import new_notebook_node
+from notebook_bcc.kernel.errors import KernelBusyError, KernelDeadError, KernelStartError
+from notebook_bcc.kernel.probe_install import install_code
+from notebook_bcc.kernel.results import ExecStatus
+from notebook_bcc.models.base import utc_now_iso
+
+TIMEOUT_ENAME = "NotebookBccCellTimeout"
+"""The ``ename`` of the reply nbclient synthesizes when our per-cell timeout fires."""
+
+_ALIVE_SLICE = 1.0
+"""How often a silent request checks that the kernel is still alive while it waits."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelInfo:
+    """What the kernel said about itself, in the shape a notebook's metadata wants."""
+
+    kernelspec: dict[str, Any]
+    language_info: dict[str, Any]
+    protocol_version: str | None
+    implementation: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RawRun:
+    """How one ``execute`` ended; the outputs are in the cell itself (partial ones included)."""
+
+    status: ExecStatus
+    execution_count: int | None
+    started_at: str
+    ended_at: str
+    duration_s: float
+    message: str | None = None
+    kernel_ready: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SilentReply:
+    """The content of a silent request's ``execute_reply`` and how many interrupts it took."""
+
+    content: dict[str, Any]
+    interrupts: int
+
+
+class KernelSession:
+    """A live kernel, its nbclient client and the bookkeeping around them.
+
+    ``km``: an existing kernel manager (the server passes a session kernel's; the session never
+    shuts it down), or None to start a kernel of ``kernel_name`` in ``cwd``. ``init_code``
+    snippets run silently once per kernel (at start and after a restart) -- the variables probe
+    installs itself this way; the first one is also the pre-warm throw-away cell.
+    """
+
+    def __init__(
+        self,
+        km: Any | None = None,
+        *,
+        kernel_name: str = "python3",
+        cwd: str | Path | None = None,
+        init_code: Sequence[str] | None = None,
+        startup_timeout: float = 60.0,
+        iopub_timeout: int = 4,
+        interrupt_grace: float = 5.0,
+    ) -> None:
+        self._km: Any | None = km
+        self._owns_kernel = km is None
+        self.kernel_name = str(getattr(km, "kernel_name", None) or kernel_name)
+        self.cwd = Path(cwd) if cwd is not None else None
+        self.init_code: tuple[str, ...] = (
+            (install_code(),) if init_code is None else tuple(init_code)
+        )
+        self.startup_timeout = startup_timeout
+        self.iopub_timeout = iopub_timeout
+        self.interrupt_grace = interrupt_grace
+        self._client: NotebookClient | None = None
+        self._info: KernelInfo | None = None
+        self._lock = asyncio.Lock()
+        self._start_task: asyncio.Task[KernelInfo] | None = None
+        self._inflight: asyncio.Future[Any] | None = None
+        self._cell_timeout: float | None = None
+        self._last_reply: dict[str, Any] | None = None
+        self._dead = False
+        self._closing = False
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def owns_kernel(self) -> bool:
+        """True when this session started the kernel (and so shuts it down)."""
+        return self._owns_kernel
+
+    @property
+    def km(self) -> Any:
+        """The kernel manager (after :meth:`start`)."""
+        if self._km is None:
+            raise KernelStartError("the kernel session has not been started")
+        return self._km
+
+    @property
+    def info(self) -> KernelInfo:
+        """``kernelspec`` and ``language_info`` from the kernel (after :meth:`start`)."""
+        if self._info is None:
+            raise KernelStartError("the kernel session has not been started")
+        return self._info
+
+    @property
+    def kernel_client(self) -> Any:
+        """The connected ``AsyncKernelClient`` (benchmarks, diagnostics; do not interleave
+        requests with the session's own)."""
+        return kernel_client_of(self._ready_client())
+
+    @property
+    def started(self) -> bool:
+        """True once the kernel answered ``kernel_info`` and the warm-up cell ran."""
+        return self._info is not None
+
+    @property
+    def dead(self) -> bool:
+        """True once the kernel was found dead (or the session was shut down)."""
+        return self._dead or self._closed
+
+    def start_soon(self) -> asyncio.Task[KernelInfo]:
+        """Pre-warm: start the kernel in the background; :meth:`start` then awaits it."""
+        if self._start_task is None:
+            self._start_task = asyncio.ensure_future(self._start())
+        return self._start_task
+
+    async def start(self) -> KernelInfo:
+        """Start (or attach to) the kernel, ask ``kernel_info`` once, run the warm-up cell."""
+        if self._info is not None:
+            return self._info
+        return await asyncio.shield(self.start_soon())
+
+    async def _start(self) -> KernelInfo:
+        if self._closed:
+            raise KernelDeadError("the kernel session was shut down")
+        try:
+            if self._km is None:
+                self._km = AsyncKernelManager(kernel_name=self.kernel_name)
+            if not self._km.has_kernel:
+                await self._launch()
+            return await self._connect()
+        except (KernelStartError, KernelDeadError):
+            raise
+        except Exception as exc:
+            raise KernelStartError(
+                f"kernel {self.kernel_name!r} did not start: {type(exc).__name__}: {exc}",
+                details={"kernel_name": self.kernel_name},
+            ) from exc
+
+    async def _launch(self) -> None:
+        km = self.km
+        kwargs: dict[str, Any] = {}
+        if self.cwd is not None:
+            kwargs["cwd"] = str(self.cwd)
+        if getattr(km, "ipykernel", False):
+            # A per-process SQLite history file is a lock-contention hazard with many kernels.
+            kwargs["extra_arguments"] = ["--HistoryManager.hist_file=:memory:"]
+        await maybe_await(km.start_kernel(**kwargs))
+
+    async def _connect(self) -> KernelInfo:
+        client = BccNotebookClient(
+            new_notebook_node(),
+            km=self.km,
+            kernel_name=self.kernel_name,
+            timeout_func=self._timeout_for,
+            interrupt_on_timeout=True,
+            error_on_timeout={
+                "ename": TIMEOUT_ENAME,
+                "evalue": "cell timed out; kernel interrupted",
+                "traceback": [],
+            },
+            allow_errors=True,
+            record_timing=False,
+            # nbclient's stream coalescing runs a regex that is quadratic in the line length
+            # (a 50,000-character line costs 1.4 s); effects merge adjacent streams instead.
+            coalesce_streams=False,
+            iopub_timeout=self.iopub_timeout,
+            startup_timeout=int(self.startup_timeout),
+            on_cell_executed=self._on_cell_executed,
+        )
+        await client.async_start_new_kernel_client()
+        self._client = client
+        self._dead = False
+        reply = await self._shell_request(
+            kernel_client_of(client).kernel_info(), self.startup_timeout, 0
+        )
+        self._info = self._kernel_info(reply.content)
+        for code in self.init_code or ("pass",):
+            await self._silent(code, None, self.startup_timeout, 0)
+        return self._info
+
+    def _kernel_info(self, content: dict[str, Any]) -> KernelInfo:
+        language_info = dict(content.get("language_info") or {})
+        spec: Any = None
+        try:
+            spec = self.km.kernel_spec
+        except Exception:
+            spec = None
+        kernelspec = {
+            "name": self.kernel_name,
+            "display_name": str(getattr(spec, "display_name", None) or self.kernel_name),
+            "language": str(getattr(spec, "language", None) or language_info.get("name", "")),
+        }
+        implementation = content.get("implementation")
+        version = content.get("protocol_version")
+        return KernelInfo(
+            kernelspec=kernelspec,
+            language_info=language_info,
+            protocol_version=str(version) if version is not None else None,
+            implementation=str(implementation) if implementation is not None else None,
+        )
+
+    async def restart(self) -> KernelInfo:
+        """Restart the kernel (fresh namespace), reconnect and re-run the init code (D11)."""
+        async with self._lock:
+            self._stop_channels()
+            await maybe_await(self.km.restart_kernel(now=True))
+            self._info = None
+            return await self._connect()
+
+    async def shutdown(self) -> None:
+        """Close the session without waiting for a running cell.
+
+        An owned kernel is killed at once (a running cell ends ``dead_kernel``, outputs so far
+        kept); a borrowed kernel is interrupted if busy, given ``interrupt_grace`` seconds, and
+        left running: only our channels close.
+        """
+        if self._closed:
+            return
+        self._closing = True
+        if self._start_task is not None and not self._start_task.done():
+            self._start_task.cancel()
+        inflight = self._inflight
+        try:
+            if self._owns_kernel and self._km is not None:
+                if self._km.has_kernel:
+                    await maybe_await(self._km.shutdown_kernel(now=True))
+                if inflight is not None and not inflight.done():
+                    inflight.cancel()
+            elif inflight is not None and not inflight.done():
+                await maybe_await(self.km.interrupt_kernel())
+                await asyncio.wait([inflight], timeout=self.interrupt_grace)
+                if not inflight.done():
+                    inflight.cancel()
+                    if self._client is not None:
+                        cancel_alive_pollers(self._client)
+            if inflight is not None:
+                await asyncio.wait([inflight], timeout=self.interrupt_grace)
+        finally:
+            self._stop_channels()
+            self._closed = True
+            self._dead = True
+
+    def _stop_channels(self) -> None:
+        client = self._client
+        if client is not None and client.kc is not None:
+            client.kc.stop_channels()
+        self._client = None
+
+    async def __aenter__(self) -> KernelSession:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def is_alive(self) -> bool:
+        """Ask the kernel manager whether the kernel process still runs."""
+        if self._closed or self._km is None:
+            return False
+        alive = bool(await maybe_await(self._km.is_alive()))
+        if not alive:
+            self._dead = True
+        return alive
+
+    async def interrupt(self) -> None:
+        """Send an interrupt to the kernel (a running cell ends ``interrupted``)."""
+        await maybe_await(self.km.interrupt_kernel())
+
+    # -- execution ------------------------------------------------------------------------
+
+    def _timeout_for(self, cell: Any) -> float | None:
+        return self._cell_timeout
+
+    def _on_cell_executed(self, **kwargs: Any) -> None:
+        reply = kwargs.get("execute_reply")
+        self._last_reply = reply if isinstance(reply, dict) else None
+
+    def _ready_client(self) -> NotebookClient:
+        if self._closed or self._closing:
+            raise KernelDeadError("the kernel session was shut down")
+        if self._dead:
+            raise KernelDeadError("the kernel is dead")
+        if self._client is None:
+            raise KernelStartError("the kernel session has not been started")
+        return self._client
+
+    async def execute(
+        self,
+        nb: NotebookNode,
+        cell: NotebookNode,
+        index: int,
+        *,
+        timeout: float | None = None,
+        store_history: bool = True,
+    ) -> RawRun:
+        """Run ``cell`` (``nb.cells[index]``) exactly once; outputs land in the cell.
+
+        ``timeout`` (seconds, None = no limit) interrupts the kernel when exceeded; the kernel
+        stays usable and the status is ``timeout``. A kernel that dies mid-cell gives
+        ``dead_kernel`` with the outputs received so far.
+        """
+        if self._info is None:
+            await self.start()
+        async with self._lock:
+            client = self._ready_client()
+            client.nb = nb
+            self._cell_timeout = timeout if timeout and timeout > 0 else None
+            self._last_reply = None
+            started_at = utc_now_iso()
+            began = monotonic()
+            status, message = await self._run_cell(client, cell, index, store_history)
+            duration = monotonic() - began
+            if status == "ok":
+                status, message = self._reply_status(self._last_reply, timeout)
+            kernel_ready = await self._settle_after_timeout() if status == "timeout" else True
+            count = cell.get("execution_count")
+            return RawRun(
+                status=status,
+                execution_count=count if isinstance(count, int) else None,
+                started_at=started_at,
+                ended_at=utc_now_iso(),
+                duration_s=duration,
+                message=message,
+                kernel_ready=kernel_ready,
+            )
+
+    async def _run_cell(
+        self, client: NotebookClient, cell: NotebookNode, index: int, store_history: bool
+    ) -> tuple[ExecStatus, str | None]:
+        """nbclient's ``async_execute_cell`` in a task of its own, so that neither a cancelled
+        caller nor :meth:`shutdown` leaves the shell channel in an unknown state."""
+        task = asyncio.ensure_future(
+            client.async_execute_cell(cell, index, store_history=store_history)
+        )
+        self._inflight = task
+        try:
+            await asyncio.shield(task)
+        except DeadKernelError:
+            self._dead = True
+            return self._lost_kernel_status()
+        except asyncio.CancelledError:
+            if self._closing:
+                return self._lost_kernel_status()
+            await self._abandon(client, task)
+            raise
+        except Exception as exc:
+            if not (self._closing or not await self.is_alive()):
+                raise
+            self._dead = True
+            return "dead_kernel", f"{type(exc).__name__}: {exc}"
+        finally:
+            self._inflight = None
+        return "ok", None
+
+    async def _abandon(self, client: NotebookClient, task: asyncio.Future[Any]) -> None:
+        """The caller was cancelled mid-cell: interrupt the cell and give it a moment to end
+        before the lock is released; past that, stop waiting for it."""
+        with contextlib.suppress(Exception):
+            await self.interrupt()
+        await asyncio.wait([task], timeout=self.interrupt_grace)
+        if not task.done():
+            task.cancel()
+            cancel_alive_pollers(client)
+        task.add_done_callback(consume)
+
+    def _lost_kernel_status(self) -> tuple[ExecStatus, str]:
+        if self._closing and not self._owns_kernel:
+            return "interrupted", "the session was closed while the cell ran"
+        if self._closing:
+            return "dead_kernel", "the kernel was shut down while the cell ran"
+        return "dead_kernel", "the kernel died while the cell ran"
+
+    @staticmethod
+    def _reply_status(
+        reply: dict[str, Any] | None, timeout: float | None
+    ) -> tuple[ExecStatus, str | None]:
+        content = reply.get("content", {}) if reply else {}
+        state = content.get("status")
+        if state == "ok":
+            return "ok", None
+        ename = content.get("ename")
+        if ename == TIMEOUT_ENAME:
+            return "timeout", f"the cell ran longer than {timeout:g} s and was interrupted"
+        if ename == "KeyboardInterrupt":
+            return "interrupted", "the kernel was interrupted"
+        if state == "aborted":
+            return "error", "the kernel aborted the request"
+        if state == "error":
+            return "error", f"{ename}: {content.get('evalue', '')}"
+        return "error", "no execute_reply from the kernel"
+
+    async def _settle_after_timeout(self) -> bool:
+        """After an interrupt: is the kernel idle again? One more interrupt if not."""
+        for attempt in range(2):
+            try:
+                client = self._ready_client()
+                await self._shell_request(
+                    kernel_client_of(client).kernel_info(), self.interrupt_grace, 0
+                )
+                return True
+            except KernelBusyError:
+                if attempt == 0:
+                    await self.interrupt()
+            except KernelDeadError:
+                return False
+        return False
+
+    # -- silent requests ------------------------------------------------------------------
+
+    async def silent(
+        self,
+        code: str = "",
+        *,
+        user_expressions: dict[str, str] | None = None,
+        timeout: float = 10.0,
+        interrupts: int = 1,
+    ) -> SilentReply:
+        """A silent ``execute_request`` (no history, no outputs, no execution count).
+
+        ``user_expressions`` are evaluated by the kernel after ``code``, each one guarded on
+        its own. When no reply comes within ``timeout`` the kernel is interrupted and waited for
+        again, at most ``interrupts`` times; then :class:`KernelBusyError`.
+        """
+        if self._info is None:
+            await self.start()
+        async with self._lock:
+            self._ready_client()
+            return await self._silent(code, user_expressions, timeout, interrupts)
+
+    async def _silent(
+        self,
+        code: str,
+        user_expressions: dict[str, str] | None,
+        timeout: float,
+        interrupts: int,
+    ) -> SilentReply:
+        client = self._ready_client()
+        msg_id = kernel_client_of(client).execute(
+            code,
+            silent=True,
+            store_history=False,
+            user_expressions=user_expressions or {},
+            allow_stdin=False,
+            stop_on_error=False,
+        )
+        return await self._shell_request(msg_id, timeout, interrupts)
+
+    async def _shell_request(self, msg_id: str, timeout: float, interrupts: int) -> SilentReply:
+        """Wait for the shell reply to ``msg_id``, skipping stale replies of earlier requests."""
+        kc = kernel_client_of(self._ready_client())
+        deadline = monotonic() + timeout
+        used = 0
+        while True:
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                if used >= interrupts:
+                    raise KernelBusyError(
+                        f"no reply from the kernel within {timeout:g} s",
+                        details={"timeout": timeout, "interrupts": used},
+                    )
+                used += 1
+                await self.interrupt()
+                deadline = monotonic() + timeout
+                continue
+            try:
+                msg = await kc.get_shell_msg(timeout=min(remaining, _ALIVE_SLICE))
+            except Empty:
+                if not await self.is_alive():
+                    raise KernelDeadError("the kernel died during a silent request") from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return SilentReply(content=dict(msg.get("content") or {}), interrupts=used)
+
+
+def default_cwd(notebook_path: str | Path | None) -> Path | None:
+    """The kernel's working directory by default: the notebook's folder (DESIGN §9 D14)."""
+    if notebook_path is None:
+        return None
+    return Path(os.path.abspath(notebook_path)).parent
