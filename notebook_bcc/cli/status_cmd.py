@@ -23,6 +23,7 @@ def register(subparsers: Any) -> None:
     diagram.add_argument("target", type=Path, help="a blueprint YAML file or a folder with one")
     diagram.add_argument("--current", help="mark this stage as current")
     diagram.set_defaults(handler=_diagram)
+    register_cancel(subparsers)
 
 
 def open_existing(path: Path) -> Any:
@@ -103,4 +104,33 @@ def _diagram(args: argparse.Namespace) -> int:
             print(issue.format(str(path)), file=sys.stderr)
         return 2
     print(blueprint_mermaid(loaded, current=args.current), end="")
+    return 0
+
+
+def register_cancel(subparsers: Any) -> None:
+    """Add the ``cancel`` command."""
+    cancel = subparsers.add_parser(
+        "cancel",
+        help="record CANCEL: a running process stops at its next safe point (exit 4)",
+    )
+    cancel.add_argument("--state-db", type=Path, required=True, help="the run's SQLite file")
+    cancel.add_argument("--workflow", help="the workflow id (default: the latest one)")
+    cancel.set_defaults(handler=_cancel)
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from notebook_bcc.engine.offline import cancel_now, owner_alive
+
+    store = open_existing(args.state_db)
+    try:
+        workflow_id = pick_workflow(store, args.workflow)
+        owner = store.owner(workflow_id)
+        if owner_alive(owner):
+            store.enqueue_command(workflow_id, {"event": "CANCEL", "expected_version": 0})
+            print(f"cancel queued for {workflow_id}: process {owner} stops at its next safe point")
+            return 0
+        snapshot = cancel_now(store, workflow_id)
+    finally:
+        store.close()
+    print(f"workflow {workflow_id} cancelled (FSM {snapshot.fsm.state.value}); RESET to start over")
     return 0

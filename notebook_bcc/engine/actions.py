@@ -482,8 +482,9 @@ class ActionExecutor:
         snap = engine.snapshot
         machine = snap.stage_machine.model_copy(update={"resume_state": route.target})
         snap = snap.model_copy(update={"stage_machine": machine})
-        engine.snapshot = snap
         if engine.options.auto_confirm:
+            machine = machine.model_copy(update={"decided": "success"})
+            snap = snap.model_copy(update={"stage_machine": machine})
             resumed, more = fire(contract, "resume", actor="auto-confirm")
             done, last = fire(resumed, "succeed", actor="auto-confirm", result="approved")
             await engine.commit(
@@ -504,7 +505,6 @@ class ActionExecutor:
                 ],
                 kinds=frozenset({"decision"}),
             )
-            await engine._at_stage_completed(decided="success")
             return
         snap, decision = engine.new_decision(
             "stage_confirmation",
@@ -551,17 +551,15 @@ class ActionExecutor:
         """Approve -> the stage succeeded; reject -> it failed; then route (D14)."""
         engine = self.engine
         snap, records, contracts = await self._answer(pending, decision, actor)
+        outcome: Literal["success", "failure"] = "success" if decision == "approve" else "failure"
+        machine = snap.stage_machine.model_copy(update={"decided": outcome})
         await engine.commit(
-            snap,
+            snap.model_copy(update={"stage_machine": machine}),
             records=list(records),
             contracts=contracts,
             events=[_decision(pending, decision, actor=actor)],
             kinds=frozenset({"decision"}),
         )
-        if engine.snapshot.fsm.state is State.STAGE_COMPLETED:
-            await engine._at_stage_completed(
-                decided="success" if decision == "approve" else "failure"
-            )
 
     async def answer_contract_decision(
         self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str

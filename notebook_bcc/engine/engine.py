@@ -727,19 +727,17 @@ class Engine:
             return
         await self.actions.run_reply_actions(applied)
 
-    async def _at_stage_completed(
-        self, decided: Literal["success", "failure"] | None = None
-    ) -> None:
-        request_point: DecisionPoint = "route_stage"
-        request = PlannerRequest(request_point, self.snapshot, {}, None)
+    async def _at_stage_completed(self) -> None:
+        decided = self.snapshot.stage_machine.decided
+        request = PlannerRequest("route_stage", self.snapshot, {}, None)
         try:
             route = await self.planner.route_stage(request, decided=decided)
-        except WhenEvaluationError as exc:
+        except (WhenEvaluationError, PlannerError) as exc:
             await self.fail_run(f"stage routing: {exc.message}")
             return
-        except PlannerError as exc:
-            await self.fail_run(f"stage routing: {exc.message}")
-            return
+        if decided is not None:
+            machine = self.snapshot.stage_machine.model_copy(update={"decided": None})
+            self.snapshot = self.snapshot.model_copy(update={"stage_machine": machine})
         await self.follow_route(route)
 
     async def follow_route(self, route: StageRoute) -> None:

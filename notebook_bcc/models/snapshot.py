@@ -215,6 +215,9 @@ class StageMachineState(WireModel):
     resume_state: str | None = Field(
         default=None, description="Set by an `on: pause` rule: the stage to resume in."
     )
+    decided: Literal["success", "failure"] | None = Field(
+        default=None, description="A human's answer to the current stage's confirmation."
+    )
 
 
 class PcsSignals(WireModel):

@@ -243,16 +243,20 @@ class BlueprintPlanner:
         validation = _sub(evaluation, "acceptance_validation")
         for criterion, result in results.items():
             _sub(validation, "criterion", criterion, status=result.status)
-        _sub(evaluation, "goal_status", "achieved" if passed else "not_achieved")
+        _sub(
+            evaluation,
+            "goal_achievement",
+            reasoning_text := (
+                "all acceptance criteria passed"
+                if passed
+                else "acceptance not met: "
+                + "; ".join(c for c, r in results.items() if r.status != "passed")
+            ),
+            status="achieved" if passed else "not_achieved",
+        )
         decision = _sub(root, "decision")
         _sub(decision, "next_state", "STEP_COMPLETED" if complete else "BEHAVIOR_RUNNING")
-        failing = [c for c, r in results.items() if r.status != "passed"]
-        reasoning = (
-            "all acceptance criteria passed"
-            if passed
-            else "acceptance not met: " + "; ".join(failing)
-        )
-        _sub(decision, "reasoning", reasoning)
+        _sub(decision, "reasoning", reasoning_text)
         return self._reply(_xml(root), "reflection", XML)
 
     async def reflect_stage(self, request: PlannerRequest) -> PlannerReply:
@@ -317,7 +321,7 @@ class BlueprintPlanner:
         target = resolution.target
         rule = _label(resolution)
         if target is None:
-            target = self.machine.next_in_file_order(stage.id)
+            target = self._next_planned(snapshot, stage.id)
             rule = "next in file order" if target is not None else "last stage"
         if target is None or (
             target in self.machine.end_states and not self.stage_has_body(target)
@@ -331,6 +335,19 @@ class BlueprintPlanner:
                 warnings=warnings,
             )
         return StageRoute(outcome, target, rule=rule, warnings=warnings)
+
+    def _next_planned(self, snapshot: WorkflowSnapshot, stage_id: str) -> str | None:
+        """The next stage in file order that the plan still holds (an approved update may
+        have removed stages, D18)."""
+        stages = snapshot.location.progress.stages
+        planned = {s.id for s in [*stages.remaining, *stages.completed]}
+        if stages.current is not None:
+            planned.add(stages.current.id)
+        name: str | None = stage_id
+        while True:
+            name = self.machine.next_in_file_order(name) if name is not None else None
+            if name is None or name in planned or name in self.machine.end_states:
+                return name
 
     def stage_has_body(self, name: str) -> bool:
         """Whether ``name`` is a stage with steps to run (an end state may have none)."""

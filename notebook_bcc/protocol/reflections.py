@@ -161,9 +161,11 @@ def _own_text(element: XmlElement) -> str:
 
 
 def _status(element: XmlElement | None, kind: str) -> str | None:
-    """``<status>`` inside ``element``, or the element's own text when it has no children."""
+    """A ``status`` attribute, ``<status>`` inside ``element``, or its text when childless."""
     if element is None:
         return None
+    if element.attrs.get("status"):
+        return element.attrs["status"].strip()
     status = ElementView(element, kind).text("status")
     if status is not None:
         return status

@@ -192,8 +192,9 @@ def _diff(base: list[PlanItem], arranger: _Arranger, level: str) -> PlanDiff:
     ]
     moved = list(dict.fromkeys(arranger.moved))
     if not moved:
-        common_old = [item.id for item in base if item.id in new_ids]
-        common_new = [item.id for item in result if item.id in base_by_id]
+        # a plan that re-entered stages lists them more than once: compare first occurrences
+        common_old = list(dict.fromkeys(item.id for item in base if item.id in new_ids))
+        common_new = list(dict.fromkeys(item.id for item in result if item.id in base_by_id))
         moved = [new for old, new in zip(common_old, common_new, strict=True) if old != new]
     return PlanDiff(
         level=level,

@@ -1,0 +1,117 @@
+"""``notebook-bcc run / status / cancel / diagram`` as real processes: exit codes and --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from notebook_bcc.models import WorkflowEvent
+from notebook_bcc.schema import json_schema
+from tests.conftest import FIXTURES
+
+ENGINE = FIXTURES / "engine"
+
+
+def cli(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_args(tmp_path: Path, blueprint: str, *extra: str) -> list[str | Path]:
+    return [
+        "run",
+        ENGINE / f"{blueprint}.yaml",
+        "--notebook",
+        tmp_path / "nb.ipynb",
+        "--state-db",
+        tmp_path / "state.sqlite",
+        *extra,
+    ]
+
+
+def test_json_events_validate_against_the_schema(tmp_path: Path) -> None:
+    done = cli(*run_args(tmp_path, "paths", "--auto-confirm", "--json"))
+    assert done.returncode == 0, done.stderr
+    schema = json_schema("event")
+    lines = done.stdout.splitlines()
+    assert len(lines) > 50
+    kinds = set()
+    for line in lines:
+        data = json.loads(line)
+        jsonschema.validate(data, schema)
+        event = WorkflowEvent.model_validate(data)
+        kinds.add(event.kind)
+    assert kinds >= {"transition", "contract", "cell", "run"}
+    seqs = [json.loads(line)["seq"] for line in lines]
+    assert seqs == sorted(seqs)
+    assert "completed" in done.stderr, "the summary goes to stderr with --json"
+
+
+def test_waiting_exits_3_and_status_shows_the_decision(tmp_path: Path) -> None:
+    done = cli(*run_args(tmp_path, "confirm"))
+    assert done.returncode == 3, done.stderr
+    assert "pending decision stage_confirmation-" in done.stdout
+    status = cli("status", "--state-db", tmp_path / "state.sqlite")
+    assert status.returncode == 0
+    assert "FSM state: stage_completed" in status.stdout
+    assert "run: waiting" in status.stdout
+    as_json = cli("status", "--state-db", tmp_path / "state.sqlite", "--json")
+    snapshot = json.loads(as_json.stdout)
+    assert snapshot["run"]["pending"][0]["kind"] == "stage_confirmation"
+
+
+def test_failed_workflow_exits_1(tmp_path: Path) -> None:
+    done = cli(*run_args(tmp_path, "escalation"))
+    assert done.returncode == 1
+    assert "failed (stage only failed" in done.stdout
+
+
+def test_cancel_without_a_running_process_exits_4_on_the_next_run(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path, "confirm")).returncode == 3
+    cancelled = cli("cancel", "--state-db", tmp_path / "state.sqlite")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert "cancelled" in cancelled.stdout
+    status = cli("status", "--state-db", tmp_path / "state.sqlite")
+    assert "FSM state: cancelled" in status.stdout
+    again = cli("cancel", "--state-db", tmp_path / "state.sqlite")
+    assert again.returncode == 2
+    assert "CANCEL" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", FIXTURES / "blueprints" / "bad_rules.yaml"], "bad_rules.yaml:13: transitions[1]"),
+        (["run", FIXTURES / "no-such-folder"], "no such blueprint"),
+        (["run", ENGINE / "paths.yaml", "--max-hops", "0"], "--max-hops must be at least 1"),
+        (["run", ENGINE / "paths.yaml", "--cell-timeout", "-1"], "--cell-timeout must be positive"),
+        (["run", ENGINE / "paths.yaml", "--file", "/no/such/input.csv"], "input file(s) not found"),
+        (["status", "--state-db", "/no/such.sqlite"], "no such state database"),
+        (["cancel", "--state-db", "/no/such.sqlite"], "no such state database"),
+        (["diagram", FIXTURES / "blueprints" / "bad_syntax.yaml"], "bad_syntax.yaml:"),
+    ],
+)
+def test_bad_input_exits_2(tmp_path: Path, args: list[str | Path], message: str) -> None:
+    if args[0] == "run" and "--notebook" not in args:
+        args = [*args, "--notebook", tmp_path / "nb.ipynb"]
+    done = cli(*args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr
+
+
+def test_diagram_of_a_blueprint(tmp_path: Path) -> None:
+    done = cli("diagram", ENGINE / "paths.yaml", "--current", "second")
+    assert done.returncode == 0
+    assert done.stdout.startswith("stateDiagram-v2\n")
+    assert "second --> first" in done.stdout
+    assert "class second current" in done.stdout
