@@ -12,6 +12,7 @@ the run ``failed`` and leaves the FSM where it is; a human decision sets it ``wa
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
@@ -166,6 +167,8 @@ class Engine:
         self.actions = ActionExecutor(self)
         self._kernel_started = False
         self._interrupt_requested = False
+        self.lock = asyncio.Lock()
+        """Held by the loop for each step and by each command: one writer at a time."""
 
     # -- construction ---------------------------------------------------------------------
 
@@ -369,15 +372,17 @@ class Engine:
                 await self.commit(with_run(self.snapshot, "running"))
             await self._ensure_kernel()
             while True:
-                await self.take_commands()
-                if self._interrupt_requested:
-                    await self.commit(
-                        with_run(self.snapshot, "interrupted", "interrupted by a signal")
-                    )
-                    break
-                if self.stopped():
-                    break
-                await self.step()
+                async with self.lock:
+                    await self.take_commands()
+                    if self._interrupt_requested:
+                        await self.commit(
+                            with_run(self.snapshot, "interrupted", "interrupted by a signal")
+                        )
+                        break
+                    if self.stopped():
+                        break
+                    await self.step()
+                await asyncio.sleep(0)
             await self._finish_run()
         finally:
             await self.runtime.flush()
@@ -818,7 +823,7 @@ class Engine:
         queued = await self.store.call(lambda s: s.open_commands(self.snapshot.workflow_id))
         for command_id, body in queued:
             try:
-                await self.command(body, check_version=False)
+                await self._command(body, check_version=False)
                 outcome = "applied"
             except NotebookBccError as exc:
                 outcome = f"refused: {exc.message}"
@@ -827,7 +832,15 @@ class Engine:
     async def command(
         self, body: dict[str, Any], *, check_version: bool = True
     ) -> WorkflowSnapshot:
-        """Apply a D3 command; a stale ``expected_version`` raises VersionConflictError."""
+        """Apply a D3 command; a stale ``expected_version`` raises VersionConflictError.
+
+        It waits for the step in progress (a running cell finishes first): commands apply
+        between transitions, never inside one.
+        """
+        async with self.lock:
+            return await self._command(body, check_version=check_version)
+
+    async def _command(self, body: dict[str, Any], *, check_version: bool) -> WorkflowSnapshot:
         command = parse_command(body)
         if check_version and command.expected_version != self.snapshot.version:
             raise VersionConflictError(
