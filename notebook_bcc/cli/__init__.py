@@ -16,6 +16,7 @@ from notebook_bcc import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "notebook_bcc.cli.run_cmd",
     "notebook_bcc.cli.status_cmd",
+    "notebook_bcc.cli.resume_cmd",
     "notebook_bcc.cli.fsm_cmd",
     "notebook_bcc.cli.validate_cmd",
     "notebook_bcc.cli.schema_cmd",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notebook_bcc.engine.irreversible import is_irreversible
 from notebook_bcc.engine.routing import drop_pending, fire_event, with_run
+from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.fsm.idempotency import IdempotencyVerdict, check_idempotency, idempotency_key
 from notebook_bcc.kernel.cell_ids import ActionPath
@@ -299,28 +300,36 @@ class ActionExecutor:
         reason: str | None,
         key: str | None = None,
         complete: bool = True,
+        resumed: ExecutionContract | None = None,
     ) -> None:
-        """Write ahead, run the cell once, commit the outcome (see the module docstring)."""
+        """Write ahead, run the cell once, commit the outcome (see the module docstring).
+
+        ``resumed`` is a contract already RUNNING and committed (an in-doubt action a human
+        said never happened): the cell runs under it instead of a new one.
+        """
         engine = self.engine
         runtime = engine.runtime
         source = _source(runtime.document.get(cell_id)) if cell_id else ""
-        contract, records = engine.new_contract(
-            "cell_execution",
-            {"type": "code", "code": source, "path": path.key, "cell_id": cell_id},
-            irreversible=irreversible,
-            key=key,
-            metadata={"path": path.key, "cell_id": cell_id, "irreversible_reason": reason},
-        )
-        running, more = fire(contract, "start", actor="engine")
-        records += more
-        row = self._cell_row(cell_id, contract.execution_id) if cell_id else None
-        await engine.commit(
-            engine.snapshot,
-            records=list(records),
-            contracts=[running],
-            cells=[*runtime.collector.drain(), *([row] if row else [])],
-            kinds=frozenset({"contract_running"}),
-        )
+        if resumed is not None:
+            running = resumed
+        else:
+            contract, records = engine.new_contract(
+                "cell_execution",
+                {"type": "code", "code": source, "path": path.key, "cell_id": cell_id},
+                irreversible=irreversible,
+                key=key,
+                metadata={"path": path.key, "cell_id": cell_id, "irreversible_reason": reason},
+            )
+            running, more = fire(contract, "start", actor="engine")
+            records += more
+            row = self._cell_row(cell_id, contract.execution_id) if cell_id else None
+            await engine.commit(
+                engine.snapshot,
+                records=list(records),
+                contracts=[running],
+                cells=[*runtime.collector.drain(), *([row] if row else [])],
+                kinds=frozenset({"contract_running"}),
+            )
         outcome = await runtime.runner.run(
             action, path, contract_id=running.execution_id, timeout=engine.options.cell_timeout
         )
@@ -559,6 +568,51 @@ class ActionExecutor:
             contracts=contracts,
             events=[_decision(pending, decision, actor=actor)],
             kinds=frozenset({"decision"}),
+        )
+
+    async def answer_in_doubt(
+        self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    ) -> None:
+        """D11: approve = it never ran, run it now under its own contract; reject = it ran,
+        cancel the contract and skip the action (never repeated)."""
+        engine = self.engine
+        contract = self._open_contract(pending)
+        if contract is None:
+            raise NotebookBccError(f"in-doubt contract of {pending.id} is no longer open")
+        snap = with_run(drop_pending(engine.snapshot, pending.id), "running")
+        event = _decision(pending, decision, actor=actor)
+        if decision == "reject":
+            cancelled, records = fire(contract, "cancel", actor=actor, error_message="in doubt")
+            effect = (
+                f"WARN: in-doubt irreversible action at {pending.details.get('path')} was not "
+                f"repeated ({actor} said it had run)"
+            )
+            applied = complete_action(snap, effects=[effect], options=engine.client_options())
+            await engine.commit(
+                applied.snapshot,
+                records=[*records, *applied.records],
+                contracts=[cancelled],
+                events=[event],
+                kinds=frozenset({"decision"}),
+            )
+            return
+        running, records = fire(contract, "resume", actor=actor)
+        await engine.commit(
+            snap,
+            records=list(records),
+            contracts=[running],
+            events=[event],
+            kinds=frozenset({"decision", "contract_running"}),
+        )
+        cell_id = str(pending.details.get("cell_id") or "")
+        await self._execute(
+            ExecAction(codecell_id=cell_id),
+            self.path(engine.snapshot.action_queue.index),
+            cell_id=cell_id,
+            irreversible=True,
+            reason="in doubt",
+            key=contract.idempotency_key,
+            resumed=running,
         )
 
     async def answer_contract_decision(

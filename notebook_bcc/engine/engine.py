@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from notebook_bcc.engine.actions import ActionExecutor
 from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.engine.recovery import Recovery
 from notebook_bcc.engine.routing import (
     add_pending,
     count_stage_entry,
@@ -165,7 +166,8 @@ class Engine:
         self.options = options
         self.listeners: list[Listener] = []
         self.actions = ActionExecutor(self)
-        self._kernel_started = False
+        self.recovery = Recovery(self)
+        self.kernel_started = False
         self._interrupt_requested = False
         self.lock = asyncio.Lock()
         """Held by the loop for each step and by each command: one writer at a time."""
@@ -193,6 +195,24 @@ class Engine:
         fresh = snapshot.model_copy(update={"planner": planner_settings, "stage_machine": machine})
         stored = await store.create(fresh)
         return cls(store=store, planner=planner, snapshot=stored, runtime=runtime, options=options)
+
+    @classmethod
+    async def attach(
+        cls,
+        *,
+        store: AsyncStore,
+        planner: Planner,
+        runtime: KernelRuntime,
+        workflow_id: str,
+        options: EngineOptions,
+    ) -> Engine:
+        """The engine of a stored workflow (resume); call ``recovery.prepare()`` before run."""
+        snapshot = await store.load(workflow_id)
+        engine = cls(
+            store=store, planner=planner, snapshot=snapshot, runtime=runtime, options=options
+        )
+        engine.kernel_started = True
+        return engine
 
     # -- events ---------------------------------------------------------------------------
 
@@ -400,10 +420,10 @@ class Engine:
             await self.commit(with_run(snap, "failed", snap.run.reason or "the workflow failed"))
 
     async def _ensure_kernel(self) -> None:
-        if self._kernel_started:
+        if self.kernel_started:
             return
         await self.runtime.start()
-        self._kernel_started = True
+        self.kernel_started = True
         if not self.snapshot.notebook.cell_count and not self.runtime.document.cells:
             await self.actions.inputs_cell()
 
@@ -527,9 +547,9 @@ class Engine:
         applied = await self.apply_reply(reply)
         if applied is None:
             return
-        await self._entered_stage(applied)
+        await self.entered_stage(applied)
 
-    async def _entered_stage(self, applied: Applied) -> None:
+    async def entered_stage(self, applied: Applied) -> None:
         """A stage was entered (START_WORKFLOW / NEXT_STAGE): count the hop (D16), commit."""
         snap = applied.snapshot
         stage = snap.location.progress.stages.current
@@ -786,7 +806,7 @@ class Engine:
         applied = enter_stage(snap, item, visits=visits, options=self.client_options())
         applied = applied.model_copy(update={"warnings": [*applied.warnings, *warnings]})
         self.snapshot = snap
-        await self._entered_stage(applied)
+        await self.entered_stage(applied)
 
     def _stage_item(self, stage_id: str) -> PlanItem | None:
         progress = self.snapshot.location.progress.stages
@@ -873,8 +893,15 @@ class Engine:
             after = with_run(after, "cancelled", "cancelled by a human")
             after = after.model_copy(update={"run": after.run.model_copy(update={"pending": []})})
         elif event is Event.RESET:
+            machine = after.stage_machine.model_copy(
+                update={"hops": 0, "decided": None, "resume_state": None, "current_state": None}
+            )
             after = with_run(after, "running", None).model_copy(
-                update={"run_id": uuid.uuid4().hex[:12], "action_queue": type(after.action_queue)()}
+                update={
+                    "run_id": uuid.uuid4().hex[:12],
+                    "action_queue": type(after.action_queue)(),
+                    "stage_machine": machine,
+                }
             )
             after = after.model_copy(update={"run": after.run.model_copy(update={"pending": []})})
         else:
@@ -893,8 +920,12 @@ class Engine:
             await self._decide_update(pending, decision, actor)
         elif pending.kind == "stage_confirmation":
             await self.actions.answer_stage_confirmation(pending, decision, actor)
-        elif pending.kind in ("irreversible_confirmation", "in_doubt"):
+        elif pending.kind == "irreversible_confirmation":
             await self.actions.answer_contract_decision(pending, decision, actor)
+        elif pending.kind == "in_doubt":
+            await self.actions.answer_in_doubt(pending, decision, actor)
+        elif pending.kind == "kernel_rebuild":
+            await self.recovery.answer_rebuild(pending, decision, actor)
         else:
             raise NotebookBccError(f"decisions of kind {pending.kind} are not supported here")
 

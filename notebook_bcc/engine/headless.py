@@ -88,3 +88,57 @@ async def close_headless(engine: Engine) -> None:
             await engine.planner.aclose()
         finally:
             await engine.store.close()
+
+
+def planner_for(snapshot_planner: dict[str, object]) -> Planner:
+    """The planner a stored workflow was started with (``snapshot.planner``)."""
+    from notebook_bcc.blueprint.loader import load_blueprint_file
+    from notebook_bcc.planners.blueprint import BlueprintPlanner
+
+    kind = snapshot_planner.get("kind")
+    settings = snapshot_planner.get("settings") or {}
+    if kind == "blueprint" and isinstance(settings, dict) and settings.get("path"):
+        return BlueprintPlanner(load_blueprint_file(str(settings["path"])))
+    raise NotebookBccError(f"cannot resume a workflow planned by {kind!r} in this installation")
+
+
+async def open_stored(
+    state_db: Path,
+    *,
+    workflow_id: str,
+    options: EngineOptions,
+    planner: Planner | None = None,
+) -> Engine:
+    """The engine of a stored workflow, its notebook rebuilt from the store's cells (D10).
+
+    Call ``await engine.recovery.prepare()`` before ``run()`` (D11).
+    """
+    store = await AsyncStore.open(state_db)
+    try:
+        snapshot = await store.load(workflow_id)
+        chosen = planner or planner_for(snapshot.planner.model_dump(mode="json"))
+        cells = await store.call(lambda s: s.cells(workflow_id))
+        notebook = Path(snapshot.notebook_path or state_db.with_suffix(".ipynb"))
+        metadata = {"title": snapshot.notebook.title} if snapshot.notebook.title else {}
+        document = NotebookDocument.from_cells(
+            [row.cell for row in cells], metadata, workflow_id=workflow_id
+        )
+        runtime = KernelRuntime(
+            notebook_path=notebook,
+            workflow_id=workflow_id,
+            document=document,
+            kernel_name=options.kernel_name,
+            cell_timeout=options.cell_timeout,
+            write_debounce=options.write_debounce,
+        )
+        runtime.session.start_soon()
+        return await Engine.attach(
+            store=store,
+            planner=chosen,
+            runtime=runtime,
+            workflow_id=workflow_id,
+            options=options,
+        )
+    except BaseException:
+        await store.close()
+        raise

@@ -1,0 +1,178 @@
+"""``notebook-bcc resume`` and ``notebook-bcc trace``: continue a stored run; read its record.
+
+``resume`` rebuilds the notebook from the store, restores kernel state (D11), settles what the
+previous process left running (an irreversible action in doubt is never re-run without a human),
+applies a decision when asked and continues. Exit codes as ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``resume`` and ``trace`` commands."""
+    resume = subparsers.add_parser(
+        "resume",
+        help="continue a stored run (after a crash, a stop or a pending decision)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resume.add_argument("--state-db", type=Path, required=True, help="the run's SQLite file")
+    resume.add_argument("--workflow", help="the workflow id (default: the latest one)")
+    answer = resume.add_mutually_exclusive_group()
+    answer.add_argument("--approve", "--confirm", action="store_true", help="approve a decision")
+    answer.add_argument("--reject", action="store_true", help="reject a decision")
+    resume.add_argument("--decision", help="which pending decision (needed when several)")
+    resume.add_argument("--auto-confirm", action="store_true", help="as for run (never in_doubt)")
+    resume.add_argument(
+        "--restart", action="store_true", help="from error: restart the workflow, not the behavior"
+    )
+    resume.add_argument("--cell-timeout", type=float, help="seconds per cell (default: none)")
+    resume.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
+    resume.set_defaults(handler=_resume)
+    trace = subparsers.add_parser(
+        "trace", help="the full FSM history and contract trace of a run (--verify the hashes)"
+    )
+    trace.add_argument("--state-db", type=Path, required=True, help="the run's SQLite file")
+    trace.add_argument("--workflow", help="the workflow id (default: the latest one)")
+    trace.add_argument("--verify", action="store_true", help="check every chained table's hashes")
+    trace.add_argument("--json", action="store_true", help="print the rows as JSON lines")
+    trace.set_defaults(handler=_trace)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
+    from notebook_bcc.cli.views import choose_view
+    from notebook_bcc.engine.options import EngineOptions
+
+    store = open_existing(args.state_db)
+    try:
+        workflow_id = pick_workflow(store, args.workflow)
+        pending = store.load(workflow_id).run.pending
+    finally:
+        store.close()
+    decision: str | None = None
+    if args.approve or args.reject:
+        if args.decision:
+            if args.decision not in {p.id for p in pending}:
+                print(f"error: no pending decision {args.decision!r}", file=sys.stderr)
+                _list(pending)
+                return 2
+            decision = args.decision
+        elif len(pending) == 1:
+            decision = pending[0].id
+        elif not pending:
+            print("error: there is no pending decision to answer", file=sys.stderr)
+            return 2
+        else:
+            print(
+                "error: several decisions are pending; choose one with --decision", file=sys.stderr
+            )
+            _list(pending)
+            return 2
+    options = EngineOptions(auto_confirm=args.auto_confirm, cell_timeout=args.cell_timeout)
+    view = choose_view(json_lines=args.json)
+    answer = "approve" if args.approve else "reject"
+    return asyncio.run(
+        _drive(
+            args.state_db,
+            workflow_id,
+            options=options,
+            view=view,
+            decision=decision,
+            answer=answer,
+            restart=args.restart,
+        )
+    )
+
+
+def _list(pending: Any) -> None:
+    for item in pending:
+        print(f"  {item.id} ({item.kind}): {item.message}", file=sys.stderr)
+
+
+async def _drive(
+    state_db: Path,
+    workflow_id: str,
+    *,
+    options: Any,
+    view: Any,
+    decision: str | None,
+    answer: Any,
+    restart: bool,
+) -> int:
+    import asyncio
+    import signal
+
+    from notebook_bcc.engine.engine import exit_code_for
+    from notebook_bcc.engine.headless import close_headless, open_stored
+
+    engine = await open_stored(state_db, workflow_id=workflow_id, options=options)
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, engine.request_interrupt)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):
+            pass
+    view.start(engine)
+    result = None
+    try:
+        await engine.recovery.prepare(restart=restart)
+        if decision is not None:
+            await engine.decide(decision, answer, actor="human")
+        if engine.snapshot.run.status != "waiting" or not engine.snapshot.run.pending:
+            result = await engine.run()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        view.stop(engine, result)
+        await close_headless(engine)
+    return result.exit_code if result is not None else exit_code_for(engine.snapshot)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    import json
+
+    from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
+    from notebook_bcc.store.errors import ChainBrokenError
+
+    store = open_existing(args.state_db)
+    try:
+        workflow_id = pick_workflow(store, args.workflow)
+        if args.verify:
+            try:
+                checked = store.verify()
+            except ChainBrokenError as exc:
+                print(f"error: {exc.message}", file=sys.stderr)
+                return 1
+            print(f"chain verified: {checked} rows in history, trace and events")
+            return 0
+        history = store.history(workflow_id)
+        trace = store.trace(workflow_id)
+    finally:
+        store.close()
+    if args.json:
+        for entry in history:
+            print(json.dumps({"table": "history", **entry.model_dump(mode="json", by_alias=True)}))
+        for record in trace:
+            print(json.dumps({"table": "trace", **record.model_dump(mode="json")}))
+        return 0
+    print(f"FSM history of {workflow_id} ({len(history)} transitions):")
+    for entry in history:
+        print(
+            f"  {entry.timestamp}  {entry.from_state.value:>24} --{entry.event.value}--> "
+            f"{entry.to.value}  [{entry.actor}]"
+        )
+    print(f"trace ({len(trace)} rows):")
+    for record in trace:
+        extra = f" {record.result}" if record.result else ""
+        print(f"  {record.timestamp:.3f}  {record.actor:>12}  {record.action}{extra}")
+    return 0

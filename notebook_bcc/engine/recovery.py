@@ -1,0 +1,293 @@
+"""Resuming a stored workflow after a crash, a kill or a stop (D1, D7, D11).
+
+Before the loop continues, :meth:`Recovery.prepare`:
+1. settles contracts found RUNNING: a reversible one is FAILED (actor ``recovery``, reason
+   "interrupted") and its action runs again under a new contract; an irreversible one is
+   suspended to WAITING as an ``in_doubt`` decision — never re-run automatically;
+2. restores kernel state: a live kernel is reattached; otherwise a ``kernel_rebuild``
+   decision (approved at once with ``--auto-confirm``) re-executes the completed reversible code
+   cells silently, in order, as ``replay`` contracts (outputs not written back, no effects);
+   irreversible cells are skipped with a WARN effect;
+3. an FSM in ``error`` retries the failed behavior (START_BEHAVIOR), or restarts the workflow
+   with ``restart`` (the planner's stages again, a new run).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+from notebook_bcc.engine.routing import add_pending, drop_pending, fire_event, with_run
+from notebook_bcc.errors import NotebookBccError
+from notebook_bcc.fsm.contract import fire
+from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.models.names import Event, State
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.models.snapshot import ActionQueue, PendingDecision, WorkflowSnapshot
+from notebook_bcc.protocol.apply.effects import add_current
+from notebook_bcc.store.sqlite import CellRow, EventDraft
+
+if TYPE_CHECKING:
+    from notebook_bcc.engine.engine import Engine
+
+REPLAY_TIMEOUT = 600.0
+"""Seconds one replayed cell may take when no cell timeout is configured."""
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+class Recovery:
+    """Brings a stored workflow back to a state the loop can continue from."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def prepare(self, *, kernel_alive: bool = False, restart: bool = False) -> None:
+        """Settle contracts, restore the kernel, leave error (see the module docstring)."""
+        engine = self.engine
+        await engine.runtime.start()
+        engine.kernel_started = True
+        if not engine.runtime.document.cells:
+            await engine.actions.inputs_cell()
+        await self._settle_running()
+        if not kernel_alive:
+            await self._kernel_state()
+        snap = engine.snapshot
+        if snap.fsm.state is State.ERROR and not self._blocking(snap):
+            if restart:
+                await self._restart()
+            else:
+                await self._retry_behavior()
+
+    @staticmethod
+    def _blocking(snapshot: WorkflowSnapshot) -> bool:
+        return any(p.kind in ("in_doubt", "kernel_rebuild") for p in snapshot.run.pending)
+
+    async def _settle_running(self) -> None:
+        engine = self.engine
+        snap = engine.snapshot
+        running = await engine.store.call(
+            lambda s: s.contracts(snap.workflow_id, statuses=[ExecutionStatus.RUNNING])
+        )
+        if not running:
+            return
+        records: list[HistoryEntry | TraceRecord] = []
+        settled: list[ExecutionContract] = []
+        events: list[EventDraft] = []
+        for contract in running:
+            if contract.action_type == "cell_execution" and contract.irreversible:
+                waiting, more = fire(contract, "suspend", actor="recovery")
+                records += more
+                settled.append(waiting)
+                path = contract.metadata.get("path")
+                snap, decision = add_pending(
+                    snap,
+                    f"in_doubt-{uuid.uuid4().hex[:8]}",
+                    "in_doubt",
+                    f"The irreversible action at {path} was running when the process stopped: "
+                    "did it happen? Approve if it did NOT (it runs now); reject if it did "
+                    "(it is not repeated).",
+                    {
+                        "contract_id": contract.execution_id,
+                        "path": path,
+                        "cell_id": contract.metadata.get("cell_id"),
+                        "code": contract.action_detail.get("code"),
+                    },
+                )
+                events.append(
+                    EventDraft(
+                        "decision",
+                        event="created",
+                        actor="recovery",
+                        detail={"id": decision.id, "kind": "in_doubt", "path": path},
+                    )
+                )
+            else:
+                failed, more = fire(contract, "fail", actor="recovery", error_message="interrupted")
+                records += more
+                settled.append(failed)
+        if any(p.kind == "in_doubt" for p in snap.run.pending):
+            snap = with_run(snap, "waiting", "an irreversible action is in doubt")
+        await engine.commit(
+            snap,
+            records=records,
+            contracts=settled,
+            events=events,
+            kinds=frozenset({"decision", "contract_terminal"}),
+        )
+
+    async def _replayable(self) -> list[tuple[CellRow, ExecutionContract]]:
+        engine = self.engine
+        workflow_id = engine.snapshot.workflow_id
+        cells = await engine.store.call(lambda s: s.cells(workflow_id))
+        contracts = {
+            c.execution_id: c for c in await engine.store.call(lambda s: s.contracts(workflow_id))
+        }
+        chosen: list[tuple[CellRow, ExecutionContract]] = []
+        for row in cells:
+            contract = contracts.get(row.contract_id or "")
+            if (
+                row.cell.get("cell_type") == "code"
+                and contract is not None
+                and contract.action_type == "cell_execution"
+                and contract.action_detail.get("type") == "code"
+                and contract.status is ExecutionStatus.COMPLETED
+            ):
+                chosen.append((row, contract))
+        return chosen
+
+    async def _kernel_state(self) -> None:
+        engine = self.engine
+        if not await self._replayable():
+            return
+        existing = [p for p in engine.snapshot.run.pending if p.kind == "kernel_rebuild"]
+        if engine.options.auto_confirm:
+            snap = engine.snapshot
+            for pending in existing:
+                snap = drop_pending(snap, pending.id)
+            engine.snapshot = snap
+            await self.rebuild(actor="auto-confirm")
+            return
+        if existing:
+            return
+        snap, decision = add_pending(
+            engine.snapshot,
+            f"kernel_rebuild-{uuid.uuid4().hex[:8]}",
+            "kernel_rebuild",
+            "The kernel is new: re-execute the completed reversible code cells silently to "
+            "restore its state? (irreversible cells are skipped)",
+            {},
+        )
+        await engine.commit(
+            with_run(snap, "waiting", "the kernel must be rebuilt"),
+            events=[
+                EventDraft(
+                    "decision",
+                    event="created",
+                    actor="recovery",
+                    detail={"id": decision.id, "kind": "kernel_rebuild"},
+                )
+            ],
+            kinds=frozenset({"decision"}),
+        )
+
+    async def answer_rebuild(
+        self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    ) -> None:
+        """Approve: rebuild now. Reject: continue on the empty kernel (variables missing)."""
+        engine = self.engine
+        engine.snapshot = drop_pending(engine.snapshot, pending.id)
+        if decision == "approve":
+            await self.rebuild(actor=actor)
+            return
+        snap = engine.snapshot
+        effect = "WARN: kernel not rebuilt: variables of earlier cells are missing"
+        snap = snap.model_copy(update={"effects": add_current(snap.effects, [effect])})
+        await engine.commit(
+            with_run(snap, "running") if not snap.run.pending else snap,
+            kinds=frozenset({"decision"}),
+        )
+
+    async def rebuild(self, *, actor: str) -> None:
+        """Re-execute completed reversible code cells silently, in notebook order (D11)."""
+        engine = self.engine
+        session = engine.runtime.session
+        timeout = engine.options.cell_timeout or REPLAY_TIMEOUT
+        records: list[HistoryEntry | TraceRecord] = []
+        contracts: list[ExecutionContract] = []
+        effects: list[str] = []
+        replayed = 0
+        for row, original in await self._replayable():
+            if original.irreversible:
+                effects.append(
+                    f"WARN: kernel rebuild skipped irreversible cell {row.cell_id}: "
+                    "its variables are missing"
+                )
+                continue
+            source = _source(row.cell)
+            replay, more = engine.new_contract(
+                "replay",
+                {"cell_id": row.cell_id, "of": original.execution_id},
+                metadata={"cell_id": row.cell_id},
+            )
+            started, start_records = fire(replay, "start", actor=actor)
+            records += [*more, *start_records]
+            try:
+                reply = await session.silent(source, timeout=timeout)
+                content = reply.content
+            except NotebookBccError as exc:
+                content = {"status": "error", "ename": type(exc).__name__, "evalue": exc.message}
+            if content.get("status") == "ok":
+                done, last = fire(started, "succeed", actor=actor, result="replayed")
+                replayed += 1
+            else:
+                why = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
+                done, last = fire(started, "fail", actor=actor, error_message=why)
+                effects.append(f"WARN: replaying cell {row.cell_id} failed: {why}")
+            records += last
+            contracts.append(done)
+        snap = engine.snapshot
+        snap = snap.model_copy(update={"effects": add_current(snap.effects, effects)})
+        if not snap.run.pending and snap.run.status == "waiting":
+            snap = with_run(snap, "running")
+        await engine.commit(
+            snap,
+            records=records,
+            contracts=contracts,
+            events=[
+                EventDraft(
+                    "decision",
+                    event="approve",
+                    actor=actor,
+                    detail={"kind": "kernel_rebuild", "replayed": replayed},
+                )
+            ],
+            kinds=frozenset({"replay"}),
+        )
+
+    async def _retry_behavior(self) -> None:
+        """D1: resume in ``error`` retries the failed behavior (START_BEHAVIOR), next iteration."""
+        engine = self.engine
+        snap = engine.snapshot
+        applied = fire_event(snap, Event.START_BEHAVIOR, options=engine.client_options())
+        after = applied.snapshot
+        behaviors = after.location.progress.behaviors
+        iteration = (behaviors.iteration or after.location.current.behavior_iteration or 0) + 1
+        current = after.location.current.model_copy(update={"behavior_iteration": iteration})
+        progress = after.location.progress.model_copy(
+            update={"behaviors": behaviors.model_copy(update={"iteration": iteration})}
+        )
+        after = after.model_copy(
+            update={
+                "location": after.location.model_copy(
+                    update={"current": current, "progress": progress}
+                ),
+                "action_queue": ActionQueue(behavior_id=current.behavior_id, iteration=iteration),
+            }
+        )
+        await engine.commit_applied(applied, snapshot=with_run(after, "running"))
+
+    async def _restart(self) -> None:
+        """``--restart``: a new run from the planner's stages (seed 003 error -> START_WORKFLOW)."""
+        engine = self.engine
+        snap = engine.snapshot
+        fresh = snap.model_copy(
+            update={
+                "run_id": uuid.uuid4().hex[:12],
+                "stage_machine": snap.stage_machine.model_copy(
+                    update={"hops": 0, "decided": None, "resume_state": None}
+                ),
+            }
+        )
+        engine.snapshot = fresh
+        reply = await engine.ask("plan_stages", engine.planner.plan_stages)
+        if not reply:
+            return
+        applied = await engine.apply_reply(reply)
+        if applied is None:
+            return
+        applied = applied.model_copy(update={"snapshot": with_run(applied.snapshot, "running")})
+        await engine.entered_stage(applied)
