@@ -342,3 +342,31 @@ def test_cas_version_counts_successful_commits(offsets: list[int]) -> None:
                 successes += 1
         assert store.load("wf").version == successes
         store.close()
+
+
+def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
+    from notebook_bcc.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    raw = sqlite3.connect(path, isolation_level=None)
+    for statement in MIGRATIONS[0].split(";"):
+        if statement.strip():
+            raw.execute(statement)
+    raw.execute("PRAGMA user_version = 1")
+    snap = new_snapshot("wf-old", "r")
+    raw.execute(
+        "INSERT INTO workflows (workflow_id, run_id, notebook_path, version, fsm_state, run_status,"
+        " active, snapshot, created_at, updated_at) VALUES (?, ?, NULL, 0, 'idle', 'running', 1,"
+        " ?, 't', 't')",
+        ("wf-old", "r", snap.model_dump_json(by_alias=True)),
+    )
+    raw.close()
+    store = SqliteStore(path)
+    assert store.schema_version == 2
+    assert store.load("wf-old") == snap
+    assert store.owner("wf-old") is None
+    command = store.enqueue_command("wf-old", {"event": "CANCEL", "expected_version": 0})
+    assert store.open_commands("wf-old") == [(command, {"event": "CANCEL", "expected_version": 0})]
+    store.finish_command(command, "applied")
+    assert store.open_commands("wf-old") == []
+    store.close()
