@@ -12,19 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-_KINDS = (
-    "auto",
-    "stages",
-    "workflow",
-    "steps",
-    "behavior",
-    "actions",
-    "reflection",
-    "stage_reflection",
-    "json-actions",
-    "planning",
-    "signals",
-)
+from notebook_bcc.cli.parse_cmd import KINDS as _KINDS
 
 
 def register(subparsers: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Union, cast
+from typing import Annotated, Any, Union, cast, get_args
 
 from pydantic import Field, RootModel, ValidationError
 
@@ -96,38 +96,8 @@ class JsonActionModel(RootModel[JsonAction]):
     """One JSON action (for schema export and validating normalized dumps)."""
 
 
-_MODELS: tuple[type[PlannerAction], ...] = (
-    AddAction,
-    AddTextAction,
-    NewChapterAction,
-    NewSectionAction,
-    NewStepAction,
-    ExecAction,
-    CommentResultAction,
-    UpdateTitleAction,
-    UpdateLastTextAction,
-    IsThinkingAction,
-    FinishThinkingAction,
-    SetEffectAsThinkingAction,
-    CommunicationAction,
-    MarkStepCompleteSignal,
-    MarkStageCompleteSignal,
-    CompleteReflectionSignal,
-    PlanStageAction,
-    CompleteWorkflowPlanningAction,
-    PlanStepAction,
-    UpdateStageContextAction,
-    CompleteStagePlanningAction,
-    DelegateTaskAction,
-    CompleteStepPlanningAction,
-    CompleteBehaviorAction,
-    BugAnalysisAction,
-    UpdateCodeAction,
-    ExecNewVersionAction,
-    UpdateStepFocusAction,
-    ClearEffectCurrentAction,
-    ClearEffectHistoryAction,
-)
+_MODELS: tuple[type[PlannerAction], ...] = get_args(get_args(JsonAction)[0])
+"""Every action model, in the order of the :data:`JsonAction` union."""
 
 ACTION_MODELS: dict[str, type[PlannerAction]] = {
     str(model.model_fields["type"].default): model for model in _MODELS

@@ -102,3 +102,10 @@ def test_schema_lists_the_protocol_models(capsys: pytest.CaptureFixture[str]) ->
         assert name in schemas
     assert "targetAchieved" in schemas["planning_response"]["properties"]
     assert schemas["payload_actions"]["properties"]["kind"]["const"] == "actions"
+
+
+def test_cli_kind_choices_are_the_protocol_kinds() -> None:
+    from notebook_bcc.cli.parse_cmd import KINDS
+    from notebook_bcc.protocol import PAYLOAD_KINDS
+
+    assert tuple(KINDS) == tuple(PAYLOAD_KINDS)
