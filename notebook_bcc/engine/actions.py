@@ -14,6 +14,7 @@ effect): the reflection decides what happens next.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notebook_bcc.engine.irreversible import is_irreversible
@@ -394,7 +395,7 @@ class ActionExecutor:
         record = TraceRecord(
             actor="engine",
             action=f"skip:{path.key}",
-            timestamp=_now(),
+            timestamp=time.time(),
             metadata={"idempotency_key": key, "reason": effect},
         )
         await self._finish(
@@ -412,6 +413,24 @@ class ActionExecutor:
         running, more = fire(contract, "start", actor="engine")
         waiting, last = fire(running, "suspend", actor="engine")
         return waiting, [*records, *more, *last]
+
+    async def _auto_approve(
+        self,
+        snapshot: WorkflowSnapshot,
+        contract: ExecutionContract,
+        records: list[TraceRecord],
+        detail: dict[str, Any],
+    ) -> None:
+        """``--auto-confirm``: a WAITING confirmation contract approved at once, recorded."""
+        resumed, more = fire(contract, "resume", actor="auto-confirm")
+        done, last = fire(resumed, "succeed", actor="auto-confirm", result="approved")
+        await self.engine.commit(
+            snapshot,
+            records=[*records, *more, *last],
+            contracts=[done],
+            events=[EventDraft("decision", event="approve", actor="auto-confirm", detail=detail)],
+            kinds=frozenset({"decision"}),
+        )
 
     async def _ask_irreversible(self, facts: IrreversibleExec) -> None:
         """D9: a confirmation contract WAITING and an ``irreversible_confirmation`` decision."""
@@ -456,27 +475,17 @@ class ActionExecutor:
             key=key,
             metadata={"path": path.key, "cell_id": cell_id, "kind": "irreversible_confirmation"},
         )
-        resumed, more = fire(contract, "resume", actor="auto-confirm")
-        done, last = fire(resumed, "succeed", actor="auto-confirm", result="approved")
-        await engine.commit(
+        await self._auto_approve(
             engine.snapshot,
-            records=[*records, *more, *last],
-            contracts=[done],
-            events=[
-                EventDraft(
-                    "decision",
-                    event="approve",
-                    actor="auto-confirm",
-                    detail={
-                        "kind": "irreversible_confirmation",
-                        "path": path.key,
-                        "earlier_run": verdict.outcome == "confirm",
-                        "reason": reason,
-                        "code": source[:200],
-                    },
-                )
-            ],
-            kinds=frozenset({"decision"}),
+            contract,
+            records,
+            {
+                "kind": "irreversible_confirmation",
+                "path": path.key,
+                "earlier_run": verdict.outcome == "confirm",
+                "reason": reason,
+                "code": source[:200],
+            },
         )
 
     async def ask_stage_confirmation(self, stage_id: str, route: StageRoute) -> None:
@@ -494,25 +503,11 @@ class ActionExecutor:
         if engine.options.auto_confirm:
             machine = machine.model_copy(update={"decided": "success"})
             snap = snap.model_copy(update={"stage_machine": machine})
-            resumed, more = fire(contract, "resume", actor="auto-confirm")
-            done, last = fire(resumed, "succeed", actor="auto-confirm", result="approved")
-            await engine.commit(
+            await self._auto_approve(
                 snap,
-                records=[*records, *more, *last],
-                contracts=[done],
-                events=[
-                    EventDraft(
-                        "decision",
-                        event="approve",
-                        actor="auto-confirm",
-                        detail={
-                            "kind": "stage_confirmation",
-                            "stage": stage_id,
-                            "message": message,
-                        },
-                    )
-                ],
-                kinds=frozenset({"decision"}),
+                contract,
+                records,
+                {"kind": "stage_confirmation", "stage": stage_id, "message": message},
             )
             return
         snap, decision = engine.new_decision(
@@ -675,12 +670,6 @@ def _failure(result: ExecResult | None) -> str:
     if result.error is not None:
         return f"{result.status}: {result.error.ename}: {result.error.evalue}"
     return f"{result.status}: {result.message or 'failed'}"
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
 
 
 def _decision(pending: PendingDecision, what: str, *, actor: str = "engine") -> EventDraft:

@@ -16,6 +16,7 @@ import asyncio
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -265,7 +266,7 @@ class Engine:
                 TraceRecord(
                     actor="engine",
                     action="warning",
-                    timestamp=_epoch(),
+                    timestamp=time.time(),
                     metadata={"message": message},
                 )
             )
@@ -1053,12 +1054,6 @@ def _pass_rate(acceptance: dict[str, dict[str, AcceptanceResult]]) -> float | No
     if not results:
         return None
     return round(sum(1 for r in results if r.status == "passed") / len(results), 4)
-
-
-def _epoch() -> float:
-    import time
-
-    return time.time()
 
 
 def _short(metadata: dict[str, Any]) -> dict[str, Any]:
