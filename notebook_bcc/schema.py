@@ -41,6 +41,14 @@ SCHEMA_MODELS: dict[str, str] = {
     # apply layer (issue 4): the observation planners receive, and an apply's outcome
     "observation": "notebook_bcc.protocol.apply.observation:Observation",
     "applied": "notebook_bcc.protocol.apply.result:Applied",
+    # server extension (issue 8): REST request bodies and answers, the stream's snapshot message
+    "create_workflow_request": "notebook_bcc.server.models:CreateWorkflowRequest",
+    "workflow_list": "notebook_bcc.server.models:WorkflowList",
+    "trace_document": "notebook_bcc.server.models:TraceDocument",
+    "diagram_document": "notebook_bcc.server.models:DiagramDocument",
+    "fsm_document": "notebook_bcc.server.models:FsmDocument",
+    "stream_snapshot": "notebook_bcc.server.models:StreamSnapshot",
+    "error_body": "notebook_bcc.server.models:ErrorBody",
 }
 
 

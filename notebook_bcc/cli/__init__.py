@@ -52,9 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     from notebook_bcc.errors import NotebookBccError
+    from notebook_bcc.store.errors import StoreUnavailableError
 
     try:
         code: int = handler(args)
+    except StoreUnavailableError as exc:
+        # D1: the store cannot be written (locked, disk full); it stays at its last commit
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
     except NotebookBccError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT

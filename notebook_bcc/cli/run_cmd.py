@@ -1,4 +1,10 @@
-"""``notebook-bcc run TARGET``: run a workflow headless, with a live view.
+"""``notebook-bcc run [TARGET]``: run a workflow headless, with a live view.
+
+Planners (``--planner``): ``blueprint`` (default; TARGET is a blueprint YAML file or a folder
+with workflow.yaml), ``http`` (a DSLC planning server at ``--planner-url``; no TARGET, give
+``--problem`` and ``--file``), ``replay`` (TARGET is a directory written by ``--record DIR``;
+its problem and input files are used). ``--record DIR`` writes any planner's answers to
+DIR/transcript.jsonl with copies of the inputs, for ``--planner replay`` later.
 
 Exit codes: 0 completed, 1 the workflow ended in ``error`` or the run failed, 2 bad input,
 3 waiting on a human decision (or paused), 4 cancelled, 130 interrupted.
@@ -12,6 +18,9 @@ from typing import Any
 
 EXIT_BAD_INPUT = 2
 
+Prepared = tuple[Any, str, str | None, list[Path]]
+"""A planner ready to run: (planner, run name, problem, input files)."""
+
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
@@ -22,7 +31,11 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "target", type=Path, help="a blueprint YAML file, or a folder with workflow.yaml"
+        "target",
+        type=Path,
+        nargs="?",
+        help="a blueprint YAML file or a folder with workflow.yaml (blueprint); "
+        "a record directory (replay); none (http)",
     )
     parser.add_argument(
         "--notebook", type=Path, help="the notebook to write (default: out/NAME/NAME.ipynb)"
@@ -42,7 +55,87 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-hops", type=int, help="cap on stage entries (default 10 x stages)")
     parser.add_argument("--cell-timeout", type=float, help="seconds per cell (default: none)")
     parser.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
+    _planner_arguments(parser)
     parser.set_defaults(handler=_run)
+
+
+def _planner_arguments(parser: Any) -> None:
+    """``--planner`` and its options (HTTP timeouts and retries, ``--record``)."""
+    group = parser.add_argument_group("planner")
+    group.add_argument(
+        "--planner",
+        choices=("blueprint", "http", "replay"),
+        default="blueprint",
+        help="where decisions come from (default: blueprint)",
+    )
+    group.add_argument("--planner-url", help="base URL of the DSLC planning server (http)")
+    group.add_argument(
+        "--record", type=Path, metavar="DIR", help="record the planner's answers and inputs to DIR"
+    )
+    group.add_argument(
+        "--planner-connect-timeout", type=float, metavar="S", help="seconds to connect (10)"
+    )
+    group.add_argument(
+        "--planner-idle-timeout",
+        type=float,
+        metavar="S",
+        help="seconds a response may stay silent, before or between chunks (300)",
+    )
+    group.add_argument(
+        "--planner-timeout", type=float, metavar="S", help="seconds for one whole attempt (900)"
+    )
+    group.add_argument(
+        "--planner-retries", type=int, metavar="N", help="retries after a failed attempt (3)"
+    )
+    group.add_argument(
+        "--planner-backoff", type=float, metavar="S", help="first backoff delay base (0.5)"
+    )
+    group.add_argument(
+        "--planner-backoff-cap", type=float, metavar="S", help="longest backoff delay (30)"
+    )
+    group.add_argument(
+        "--planner-state-case",
+        choices=("upper", "lower"),
+        help="case of FSM state names sent to the server (upper)",
+    )
+    group.add_argument(
+        "--planner-route",
+        choices=("server", "plan"),
+        help="at stage_completed ask the server (server, default) or follow the plan order",
+    )
+    group.add_argument(
+        "--planner-token-env",
+        metavar="VAR",
+        help="environment variable holding a bearer token for the server",
+    )
+    group.add_argument(
+        "--no-planner-fallback",
+        action="store_true",
+        help="fail instead of using the seed 003 fallback decision when the server is down",
+    )
+
+
+def _http_settings(args: argparse.Namespace) -> Any:
+    from notebook_bcc.planners.http import HttpPlannerSettings
+
+    options: dict[str, Any] = {"url": args.planner_url}
+    for flag, key in (
+        ("planner_connect_timeout", "connect_timeout"),
+        ("planner_idle_timeout", "idle_timeout"),
+        ("planner_timeout", "total_timeout"),
+        ("planner_retries", "max_retries"),
+        ("planner_backoff", "backoff_base"),
+        ("planner_backoff_cap", "backoff_cap"),
+        ("planner_state_case", "state_case"),
+        ("planner_route", "route"),
+        ("planner_token_env", "token_env"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            options[key] = value
+    if args.no_planner_fallback:
+        options["fallback"] = False
+    return HttpPlannerSettings(**options)
 
 
 def _blueprint_path(target: Path) -> Path:
@@ -56,23 +149,83 @@ def _blueprint_path(target: Path) -> Path:
     return path
 
 
+def _bad(message: str) -> int:
+    import sys
+
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.max_hops is not None and args.max_hops < 1:
+        return _bad("--max-hops must be at least 1")
+    if args.cell_timeout is not None and args.cell_timeout <= 0:
+        return _bad("--cell-timeout must be positive")
+    if args.planner != "http":
+        http_only = [
+            name
+            for name in (
+                "planner_url",
+                "planner_connect_timeout",
+                "planner_idle_timeout",
+                "planner_timeout",
+                "planner_retries",
+                "planner_backoff",
+                "planner_backoff_cap",
+                "planner_state_case",
+                "planner_route",
+                "planner_token_env",
+            )
+            if getattr(args, name) is not None
+        ]
+        if http_only or args.no_planner_fallback:
+            flags = [f"--{n.replace('_', '-')}" for n in http_only]
+            if args.no_planner_fallback:
+                flags.append("--no-planner-fallback")
+            return _bad(f"{', '.join(flags)} only apply to --planner http")
+    chosen = {"blueprint": _blueprint_run, "http": _http_run, "replay": _replay_run}
+    made = chosen[args.planner](args)
+    if isinstance(made, int):
+        return made
+    planner, name, problem, files = made
+    if args.record is not None:
+        from notebook_bcc.planners.recording import RecordingPlanner
+
+        planner = RecordingPlanner(planner, args.record)
+    # The engine's imports (nbclient, nbformat) are slow: only once the input is known good.
     import asyncio
+
+    from notebook_bcc.cli.views import choose_view
+    from notebook_bcc.engine.headless import HeadlessRun
+    from notebook_bcc.engine.options import EngineOptions
+
+    notebook = args.notebook or Path("out") / name / f"{name}.ipynb"
+    state_db = args.state_db or notebook.with_name("state.sqlite")
+    run = HeadlessRun(
+        planner=planner,
+        notebook=notebook,
+        state_db=state_db,
+        problem=problem,
+        files=files,
+        options=EngineOptions(
+            auto_confirm=args.auto_confirm,
+            max_hops=args.max_hops,
+            cell_timeout=args.cell_timeout,
+        ),
+    )
+    view = choose_view(json_lines=args.json)
+    return asyncio.run(drive(run, view))
+
+
+def _blueprint_run(args: argparse.Namespace) -> Prepared | int:
     import sys
 
     from notebook_bcc.blueprint.issues import BlueprintError
     from notebook_bcc.blueprint.loader import load_blueprint_file
-    from notebook_bcc.cli.views import choose_view
-    from notebook_bcc.engine.headless import HeadlessRun
-    from notebook_bcc.engine.options import EngineOptions
     from notebook_bcc.planners.blueprint import BlueprintPlanner
 
-    if args.max_hops is not None and args.max_hops < 1:
-        print("error: --max-hops must be at least 1", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.cell_timeout is not None and args.cell_timeout <= 0:
-        print("error: --cell-timeout must be positive", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    if args.target is None:
+        return _bad("TARGET (a blueprint) is required with --planner blueprint")
     path = _blueprint_path(args.target)
     try:
         loaded = load_blueprint_file(path)
@@ -82,22 +235,37 @@ def _run(args: argparse.Namespace) -> int:
             print(issue.format(str(path)), file=sys.stderr)
         return EXIT_BAD_INPUT
     name = loaded.blueprint.name or path.stem
-    notebook = args.notebook or Path("out") / name / f"{name}.ipynb"
-    state_db = args.state_db or notebook.with_name("state.sqlite")
-    run = HeadlessRun(
-        planner=planner,
-        notebook=notebook,
-        state_db=state_db,
-        problem=args.problem or loaded.blueprint.name,
-        files=[*planner.files(), *(p.resolve() for p in args.file)],
-        options=EngineOptions(
-            auto_confirm=args.auto_confirm,
-            max_hops=args.max_hops,
-            cell_timeout=args.cell_timeout,
-        ),
-    )
-    view = choose_view(json_lines=args.json)
-    return asyncio.run(drive(run, view))
+    files = [*planner.files(), *(p.resolve() for p in args.file)]
+    return planner, name, args.problem or loaded.blueprint.name, files
+
+
+def _http_run(args: argparse.Namespace) -> Prepared | int:
+    from notebook_bcc.planners.http import HttpPlanner
+
+    if args.target is not None:
+        return _bad("--planner http takes no TARGET (give --problem and --file)")
+    if not args.planner_url:
+        return _bad("--planner http needs --planner-url URL")
+    if not args.problem:
+        return _bad("--planner http needs --problem TEXT")
+    if args.planner_retries is not None and args.planner_retries < 0:
+        return _bad("--planner-retries must be 0 or more")
+    planner = HttpPlanner(_http_settings(args))
+    return planner, "dslc", args.problem, [p.resolve() for p in args.file]
+
+
+def _replay_run(args: argparse.Namespace) -> Prepared | int:
+    from notebook_bcc.planners.replay import ReplayPlanner
+
+    if args.target is None:
+        return _bad("TARGET (a directory written by --record) is required with --planner replay")
+    if args.problem or args.file:
+        return _bad("--planner replay uses the recorded problem and files; drop --problem/--file")
+    if not args.target.is_dir():
+        return _bad(f"{args.target}: not a record directory")
+    planner = ReplayPlanner(args.target)
+    name = args.target.resolve().name or "replay"
+    return planner, name, planner.problem, planner.files()
 
 
 async def drive(run: Any, view: Any) -> int:
@@ -135,6 +303,9 @@ async def drive(run: Any, view: Any) -> int:
         view.stop(engine, None)
         await close_headless(engine)
         return 130
+    except BaseException:
+        await close_headless(engine)  # e.g. the store is locked: never orphan the kernel
+        raise
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)

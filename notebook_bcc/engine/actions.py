@@ -13,6 +13,7 @@ effect): the reflection decides what happens next.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 LAST_OUTPUT_CHARS = 500
 HEADING_ACTIONS = (NewChapterAction, NewSectionAction, NewStepAction)
 INPUTS_PATH = ActionPath("_inputs", 1, "_inputs", "inputs", 1, 0)
+"""The path of the inputs cell (scoped to the workflow when used)."""
 
 
 def _source(cell: Any) -> str:
@@ -88,6 +90,7 @@ class ActionExecutor:
             (current.behavior_id or "_behavior") + suffix,
             max(current.behavior_iteration, 1),
             index,
+            snap.workflow_id,
         )
 
     def _notebook(self, snapshot: WorkflowSnapshot, result: ExecResult | None) -> WorkflowSnapshot:
@@ -156,13 +159,14 @@ class ActionExecutor:
         )
         add = AddAction(content=code, shot_type="action")
         runner = self.engine.runtime.runner
-        outcome = runner.apply(add, INPUTS_PATH)
+        inputs_path = dataclasses.replace(INPUTS_PATH, scope=snap.workflow_id)
+        outcome = runner.apply(add, inputs_path)
         if outcome.cell_id is None:
             await self.engine.fail_run(f"could not add the inputs cell: {outcome.refused}")
             return
         await self._execute(
             ExecAction(codecell_id=outcome.cell_id),
-            INPUTS_PATH,
+            inputs_path,
             cell_id=outcome.cell_id,
             irreversible=False,
             reason=None,

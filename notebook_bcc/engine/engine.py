@@ -43,6 +43,7 @@ from notebook_bcc.fsm.contract import create_contract, fire
 from notebook_bcc.fsm.expressions import WhenEvaluationError
 from notebook_bcc.fsm.rules import HopCapExceeded
 from notebook_bcc.fsm.workflow import can_fire
+from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.models.base import utc_now_iso
 from notebook_bcc.models.command import ActionCommand, DecideCommand, EventCommand, parse_command
 from notebook_bcc.models.contract import ExecutionContract
@@ -141,6 +142,11 @@ def exit_code_for(snapshot: WorkflowSnapshot) -> int:
     if state is State.WORKFLOW_COMPLETED:
         return 0
     return 3
+
+
+def notebook_write_failure(exc: NotebookWriteError) -> str:
+    """The run's reason when the notebook file cannot be written (D1: the run fails)."""
+    return f"the notebook could not be written: {exc.message}"
 
 
 def owner_tag() -> str:
@@ -388,10 +394,12 @@ class Engine:
         """Run until the workflow completes, fails, waits for a human, or is interrupted."""
         began = monotonic()
         await self.store.call(lambda s: s.set_owner(self.snapshot.workflow_id, owner_tag()))
+        write_error: NotebookWriteError | None = None
         try:
             if self.snapshot.run.status != "running" and not self.snapshot.run.pending:
                 await self.commit(with_run(self.snapshot, "running"))
-            await self._ensure_kernel()
+            async with self.lock:
+                await self._ensure_kernel()
             while True:
                 async with self.lock:
                     await self.take_commands()
@@ -402,12 +410,21 @@ class Engine:
                         break
                     if self.stopped():
                         break
-                    await self.step()
+                    try:
+                        await self.step()
+                    except NotebookWriteError as exc:
+                        await self.fail_run(notebook_write_failure(exc))
                 await asyncio.sleep(0)
             await self._finish_run()
         finally:
-            await self.runtime.flush()
+            try:
+                await self.runtime.flush()
+            except NotebookWriteError as exc:
+                write_error = exc
             await self.store.call(lambda s: s.set_owner(self.snapshot.workflow_id, None))
+        if write_error is not None and self.snapshot.run.status != "failed":
+            # D1: a notebook write error fails the run, the FSM stays; resume writes it again
+            await self.fail_run(notebook_write_failure(write_error))
         cells = len(self.runtime.document.cells)
         return RunResult(self.snapshot, exit_code_for(self.snapshot), cells, monotonic() - began)
 
@@ -488,6 +505,20 @@ class Engine:
         try:
             reply = await call(request)
         except ProtocolError as exc:
+            # The refused payload (``details["body"]`` when the planner kept it) goes to the
+            # trace before the failure, so what the planner sent is never lost.
+            await self.commit(
+                self.snapshot,
+                records=[
+                    TraceRecord(
+                        actor="planner",
+                        action=f"protocol_error:{point}",
+                        timestamp=time.time(),
+                        result=exc.message,
+                        metadata=dict(exc.details),
+                    )
+                ],
+            )
             await self.protocol_failure(f"{point}: the planner's reply is malformed: {exc.message}")
             return False
         except PlannerError as exc:
@@ -844,7 +875,7 @@ class Engine:
         queued = await self.store.call(lambda s: s.open_commands(self.snapshot.workflow_id))
         for command_id, body in queued:
             try:
-                await self._command(body, check_version=False)
+                await self._apply_command(parse_command(body))
                 outcome = "applied"
             except NotebookBccError as exc:
                 outcome = f"refused: {exc.message}"
@@ -855,28 +886,44 @@ class Engine:
     ) -> WorkflowSnapshot:
         """Apply a D3 command; a stale ``expected_version`` raises VersionConflictError.
 
-        It waits for the step in progress (a running cell finishes first): commands apply
-        between transitions, never inside one.
+        Commands apply between transitions, never inside one: this waits for the step in
+        progress (a running cell finishes first). The version is checked when the command
+        arrives; decisions and FSM events are checked again once the step ended, while
+        ``pause``, ``run`` and ``CANCEL`` — which mean "stop / go on with whatever you are
+        doing" — are not, or they could never win against a running loop.
         """
-        async with self.lock:
-            return await self._command(body, check_version=check_version)
-
-    async def _command(self, body: dict[str, Any], *, check_version: bool) -> WorkflowSnapshot:
         command = parse_command(body)
-        if check_version and command.expected_version != self.snapshot.version:
-            raise VersionConflictError(
-                self.snapshot.workflow_id, command.expected_version, self.snapshot
+        if check_version:
+            self._check_version(command.expected_version)
+        async with self.lock:
+            loose = isinstance(command, ActionCommand) or (
+                isinstance(command, EventCommand) and command.event is Event.CANCEL
             )
+            if check_version and not loose:
+                self._check_version(command.expected_version)
+            await self._apply_command(command)
+            return self.snapshot
+
+    def _check_version(self, expected: int) -> None:
+        if expected != self.snapshot.version:
+            raise VersionConflictError(self.snapshot.workflow_id, expected, self.snapshot)
+
+    async def _apply_command(self, command: EventCommand | DecideCommand | ActionCommand) -> None:
         if isinstance(command, DecideCommand):
             await self.decide(command.decide, command.decision, actor="human")
         elif isinstance(command, ActionCommand):
+            state = self.snapshot.fsm.state
+            if state in (State.WORKFLOW_COMPLETED, State.CANCELLED):
+                raise NotebookBccError(
+                    f"nothing to {command.action}: the workflow is {state.value}",
+                    details={"state": state.value},
+                )
             if command.action == "pause":
                 await self.commit(with_run(self.snapshot, "paused", "paused by a human"))
             elif self.snapshot.run.status in ("paused", "interrupted", "failed"):
                 await self.commit(with_run(self.snapshot, "running"))
-        elif isinstance(command, EventCommand):
+        else:
             await self.human_event(command.event)
-        return self.snapshot
 
     async def human_event(self, event: Event) -> None:
         """A human FSM event (CANCEL, RESET, restart / retry from error, updates)."""

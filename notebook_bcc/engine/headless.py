@@ -6,18 +6,23 @@ with its own kernels and contents manager instead.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.runtime import KernelRuntime
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.document import NotebookDocument
+from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.models.snapshot import new_snapshot
 from notebook_bcc.planners.base import Planner
 from notebook_bcc.store.sqlite import AsyncStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -80,9 +85,15 @@ async def open_headless(run: HeadlessRun) -> Engine:
 
 
 async def close_headless(engine: Engine) -> None:
-    """Shut the kernel down, release the planner, close the store."""
+    """Shut the kernel down, release the planner, close the store.
+
+    A notebook that cannot be written at close is logged, not raised: the run has recorded
+    the write failure (D1) and the store keeps every cell for ``resume`` to write.
+    """
     try:
         await engine.runtime.close()
+    except NotebookWriteError as exc:
+        log.warning("notebook-bcc: %s", exc.message)
     finally:
         try:
             await engine.planner.aclose()
@@ -91,15 +102,38 @@ async def close_headless(engine: Engine) -> None:
 
 
 def planner_for(snapshot_planner: dict[str, object]) -> Planner:
-    """The planner a stored workflow was started with (``snapshot.planner``)."""
-    from notebook_bcc.blueprint.loader import load_blueprint_file
-    from notebook_bcc.planners.blueprint import BlueprintPlanner
+    """The planner a stored workflow was started with (``snapshot.planner``), for ``resume``.
 
+    ``blueprint`` reloads its file, ``http`` reconnects with the recorded settings (URL,
+    timeouts, retries; a token comes from the environment variable the settings name),
+    ``replay`` reopens its transcript; a ``record`` setting wraps the planner again so the
+    recording continues in the same directory.
+    """
     kind = snapshot_planner.get("kind")
-    settings = snapshot_planner.get("settings") or {}
-    if kind == "blueprint" and isinstance(settings, dict) and settings.get("path"):
-        return BlueprintPlanner(load_blueprint_file(str(settings["path"])))
-    raise NotebookBccError(f"cannot resume a workflow planned by {kind!r} in this installation")
+    raw = snapshot_planner.get("settings") or {}
+    settings: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    record = settings.pop("record", None)
+    planner: Planner
+    if kind == "blueprint" and settings.get("path"):
+        from notebook_bcc.blueprint.loader import load_blueprint_file
+        from notebook_bcc.planners.blueprint import BlueprintPlanner
+
+        planner = BlueprintPlanner(load_blueprint_file(str(settings["path"])))
+    elif kind == "http" and settings.get("url"):
+        from notebook_bcc.planners.http import HttpPlanner, HttpPlannerSettings
+
+        planner = HttpPlanner(HttpPlannerSettings.from_json(settings))
+    elif kind == "replay" and settings.get("transcript"):
+        from notebook_bcc.planners.replay import ReplayPlanner
+
+        planner = ReplayPlanner(Path(str(settings["transcript"])))
+    else:
+        raise NotebookBccError(f"cannot resume a workflow planned by {kind!r} in this installation")
+    if isinstance(record, str) and record:
+        from notebook_bcc.planners.recording import RecordingPlanner
+
+        planner = RecordingPlanner(planner, Path(record), append=True)
+    return planner
 
 
 async def open_stored(

@@ -68,7 +68,9 @@ class KernelRuntime:
         writer: NotebookWriter | None = None,
     ) -> None:
         self.notebook_path = notebook_path
-        self.document = document or NotebookDocument(workflow_id=workflow_id)
+        self.document = (
+            document if document is not None else NotebookDocument(workflow_id=workflow_id)
+        )
         self.session = session or KernelSession(kernel_name=kernel_name, cwd=notebook_path.parent)
         self.collector = CollectingSink()
         self.collector.digest.extend(self.document.cells)

@@ -32,6 +32,8 @@ class ActionPath:
     behavior_id: str
     iteration: int
     action_index: int
+    scope: str = ""
+    """The workflow the action belongs to: two workflows on one notebook never share ids."""
     key: str = field(init=False, repr=False, compare=False)
     """The readable path ``stage/visit/step/behavior/iteration/index`` kept in metadata."""
 
@@ -63,6 +65,8 @@ def cell_id_for(path: ActionPath) -> str:
         f"{len(path.stage_id)}:{path.stage_id}|{path.visit}|{len(path.step_id)}:{path.step_id}|"
         f"{len(path.behavior_id)}:{path.behavior_id}|{path.iteration}|{path.action_index}"
     )
+    if path.scope:
+        canonical += f"|{len(path.scope)}:{path.scope}"
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{_readable(path.behavior_id)}-{path.action_index}-{digest[:_HASH_CHARS]}"
 

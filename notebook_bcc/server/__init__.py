@@ -1,12 +1,24 @@
-"""The Jupyter server extension: REST handlers under ``{base_url}notebook-bcc/api/``.
+"""The Jupyter server extension: REST and websocket handlers under ``{base_url}notebook-bcc/api/``.
 
-Importing this package pulls in jupyter_server and tornado, so the CLI and the pure layers
-(``fsm``, ``models``) never import it; Jupyter reaches it through the discovery hook in
-``notebook_bcc/__init__.py``.
+Jupyter reaches it through the discovery hook in ``notebook_bcc/__init__.py``. The package
+itself imports nothing heavy: :mod:`notebook_bcc.server.models` (the wire models the schema
+registry and clients use) loads without jupyter_server or tornado, and ``NotebookBccApp`` is
+imported on first use.
 """
 
 from __future__ import annotations
 
-from notebook_bcc.server.app import NotebookBccApp
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from notebook_bcc.server.app import NotebookBccApp
 
 __all__ = ["NotebookBccApp"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NotebookBccApp":
+        from notebook_bcc.server.app import NotebookBccApp
+
+        return NotebookBccApp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

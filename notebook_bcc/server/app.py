@@ -1,25 +1,180 @@
-"""The ``notebook_bcc`` server extension application."""
+"""The ``notebook_bcc`` server extension application.
+
+A good citizen of jupyter_server: it authenticates through the server, runs kernels through
+the server's session and kernel managers, reads and writes notebooks through its contents
+manager, and takes its settings from Jupyter config (``c.NotebookBccApp.<trait>`` in
+``jupyter_server_config.py``, or ``--NotebookBccApp.<trait>=`` on the command line). The
+workflow service is built in :meth:`initialize_settings`, the routes in
+:meth:`initialize_handlers`; background work lives and dies with the extension
+(:meth:`stop_extension` interrupts running workflows the D1 way before the server shuts its
+kernels down).
+"""
 
 from __future__ import annotations
 
-from jupyter_server.extension.application import ExtensionApp
+import os
+from pathlib import Path
+from typing import Any
 
-from notebook_bcc.server.handlers import route_table
+from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, Unicode, default, validate
+
+from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.server.contents import Contents
+from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
+from notebook_bcc.server.kernels import Kernels
+from notebook_bcc.server.service import ServiceSettings, WorkflowService
 
 
 class NotebookBccApp(ExtensionApp):
-    """Jupyter server extension that serves the notebook-bcc REST API.
+    """Jupyter server extension that hosts the workflow FSM per notebook.
 
     It runs inside ``jupyter lab`` / ``jupyter server`` next to the other extensions
     (``load_other_extensions``), so the JupyterLab panel and the workflow engine share the
-    server's kernels, contents and authentication. Configurable traits are added as the
-    engine grows.
+    server's kernels, contents and authentication.
     """
 
     name = "notebook_bcc"
     description = "Run DSLC workflows in real notebooks, driven from a JupyterLab panel."
     load_other_extensions = True
 
+    store_path = Unicode(
+        help="The SQLite file holding every workflow's state, history and trace. The default "
+        "is under jupyter_data_dir() (survives reboots, unlike the runtime dir)."
+    ).tag(config=True)
+
+    default_planner = Dict(
+        help='The planner used when a request names none, e.g. {"kind": "blueprint", '
+        '"path": "workflow.yaml"}; for a request naming the same kind, its keys fill the ones '
+        "the request omits. Never put secrets here: name the environment variable instead."
+    ).tag(config=True)
+
+    auto_confirm = Bool(
+        False,
+        help="Default for options.auto_confirm: approve updates, stage and irreversible "
+        "confirmations and kernel rebuilds as they arise (never an in-doubt action).",
+    ).tag(config=True)
+
+    confirm_irreversible = Bool(
+        True,
+        help="Default for options.confirm_irreversible: ask a human before an irreversible "
+        "action runs (D9).",
+    ).tag(config=True)
+
+    max_hops = Integer(
+        None,
+        allow_none=True,
+        help="Default cap on stage entries (D16); None: 10 x the number of stages.",
+    ).tag(config=True)
+
+    max_iterations = Integer(
+        3, help="Default cap on a behavior's iterations within a step (D15)."
+    ).tag(config=True)
+
+    cell_timeout = Float(
+        None,
+        allow_none=True,
+        help="Default seconds a cell may run before the kernel is interrupted; None: no limit.",
+    ).tag(config=True)
+
+    kernel_name = Unicode(
+        "python3",
+        help="Kernel spec for a notebook that has no session yet (an open notebook's "
+        "session kernel is reused whatever its spec).",
+    ).tag(config=True)
+
+    write_debounce = Float(
+        1.0,
+        help="Seconds a notebook change waits before it is saved through the contents "
+        "manager (it is also saved at every behavior boundary).",
+    ).tag(config=True)
+
+    restart_policy = CaselessStrEnum(
+        ["resume", "wait"],
+        default_value="resume",
+        help="What to do at start-up with workflows an earlier server left running: 'resume' "
+        "them or leave them 'wait'ing for a client.",
+    ).tag(config=True)
+
+    stream_buffer = Integer(
+        1000,
+        help="Events queued per websocket client; a client that falls further behind gets a "
+        "fresh snapshot instead of the events it missed.",
+    ).tag(config=True)
+
+    stop_timeout = Float(
+        10.0,
+        help="Seconds to wait for a running cell to finish when a workflow is deleted or the "
+        "server stops, before cancelling it.",
+    ).tag(config=True)
+
+    @default("store_path")
+    def _default_store_path(self) -> str:
+        return os.path.join(jupyter_data_dir(), "notebook_bcc", "workflows.sqlite")
+
+    @validate("max_hops", "max_iterations", "stream_buffer")
+    def _positive_int(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if value is not None and value < 1:
+            raise ValueError(f"{proposal['trait'].name} must be at least 1, got {value}")
+        return value
+
+    @validate("cell_timeout", "write_debounce", "stop_timeout")
+    def _non_negative(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if value is not None and value < 0:
+            raise ValueError(f"{proposal['trait'].name} must not be negative, got {value}")
+        return value
+
+    service: WorkflowService | None = None
+
+    def service_settings(self) -> ServiceSettings:
+        """The service's settings from this app's traits."""
+        return ServiceSettings(
+            store_path=Path(self.store_path),
+            engine=EngineOptions(
+                auto_confirm=self.auto_confirm,
+                confirm_irreversible=self.confirm_irreversible,
+                max_hops=self.max_hops,
+                cell_timeout=self.cell_timeout or None,
+                max_iterations=self.max_iterations,
+                kernel_name=self.kernel_name,
+                write_debounce=self.write_debounce,
+            ),
+            default_planner=dict(self.default_planner),
+            stream_buffer=self.stream_buffer,
+            stop_timeout=self.stop_timeout,
+            restart_policy=self.restart_policy,
+        )
+
+    def initialize_settings(self) -> None:
+        """Build the workflow service on the server's contents, session and kernel managers."""
+        assert self.serverapp is not None
+        server = self.serverapp
+        self.service = WorkflowService(
+            self.service_settings(),
+            Contents(server.contents_manager),
+            Kernels(server.session_manager, server.kernel_manager),
+        )
+        self.settings[SERVICE_SETTING] = self.service
+
     def initialize_handlers(self) -> None:
-        """Register the REST routes; ExtensionApp prefixes each with the server's base_url."""
+        """Register the routes; ExtensionApp prefixes each with the server's base_url."""
         self.handlers.extend(route_table())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Once the event loop runs: open the store and apply the restart policy."""
+        if self.service is not None:
+            await self.service.start()
+
+    def current_activity(self) -> list[dict[str, Any]] | None:
+        """Running workflows, so an idle-shutdown server does not stop in the middle of one."""
+        if self.service is None:
+            return None
+        return self.service.activity() or None
+
+    async def stop_extension(self) -> None:
+        """Interrupt running workflows (the running cell finishes), close the store."""
+        if self.service is not None:
+            await self.service.close()

@@ -1,27 +1,50 @@
-"""REST handlers of the server extension.
+"""REST and websocket handlers of the server extension: parse, call the service, serialize.
 
-All handlers derive from :class:`BccAPIHandler`: it names the authorization resource
+All REST handlers derive from :class:`BccAPIHandler`: it names the authorization resource
 (``notebook_bcc``) and answers every error with one JSON shape, ``{code, message, details}``,
-the same body :meth:`notebook_bcc.errors.NotebookBccError.to_json` gives the CLI.
-Every HTTP method is wrapped in ``@web.authenticated`` then ``@authorized``, in that order
-(jupyter_server checks for the former and refuses unauthenticated requests with 403).
+the same body :meth:`notebook_bcc.errors.NotebookBccError.to_json` gives the CLI, with the
+status :func:`~notebook_bcc.server.errors.status_for` gives. Every HTTP method is wrapped in
+``@web.authenticated`` then ``@authorized``, in that order (jupyter_server checks for the
+former and refuses unauthenticated requests with 403); the stream socket uses
+``@ws_authenticated`` like jupyter_server's own events socket. POST and DELETE go through
+Jupyter's XSRF check (``JupyterHandler.prepare``) when the client authenticates by cookie.
+
+Handlers hold no workflow logic: :class:`~notebook_bcc.server.service.WorkflowService` does
+the work and the engine decides.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
+from contextlib import suppress
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import url_path_join
-from tornado import web
+from pydantic import BaseModel, ValidationError
+from tornado import web, websocket
+from tornado.iostream import StreamClosedError
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.table import table_rows
+from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import Event, State
+from notebook_bcc.server.errors import BadRequestError, status_for
+from notebook_bcc.server.models import CreateWorkflowRequest, StreamSnapshot
+from notebook_bcc.server.openapi import openapi_document
+from notebook_bcc.server.service import WorkflowService
+from notebook_bcc.server.stream import EventFeed, Message, SnapshotMessage
+
+M = TypeVar("M", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 URL_PREFIX = "/notebook-bcc"
 """Path prefix of every route, relative to the server's base_url."""
@@ -29,8 +52,15 @@ URL_PREFIX = "/notebook-bcc"
 AUTH_RESOURCE = "notebook_bcc"
 """Resource name passed to the server's Authorizer for every request to this extension."""
 
-BAD_INPUT_STATUS = HTTPStatus.BAD_REQUEST
-"""HTTP status for a :class:`NotebookBccError` a handler lets escape (bad input)."""
+SERVICE_SETTING = "notebook_bcc_service"
+"""The tornado setting under which the extension publishes its :class:`WorkflowService`."""
+
+_WORKFLOW = r"(?P<workflow_id>[A-Za-z0-9_.-]+)"
+
+
+def authorized_to(action: str) -> Callable[[F], F]:
+    """``@authorized(action)`` with its type kept (jupyter_server's decorator loses it)."""
+    return cast("Callable[[F], F]", authorized(action))
 
 
 def _code_for_status(status_code: int) -> str:
@@ -70,7 +100,34 @@ def _reason(status_code: int) -> str:
         return "Unknown HTTP error"
 
 
-class BccAPIHandler(ExtensionHandlerMixin, APIHandler):
+class JsonErrorsMixin:
+    """One error mapper for every handler of the extension (REST and the socket's handshake)."""
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Answer an error as JSON ``{code, message, details}``, never as an HTML page.
+
+        A :class:`NotebookBccError` escaping a handler is answered with the status
+        :func:`status_for` gives it (400 for plain bad input) rather than tornado's 500.
+        """
+        handler: Any = self
+        exc_info = kwargs.get("exc_info")
+        exc = exc_info[1] if exc_info else None
+        if isinstance(exc, NotebookBccError):
+            status_code = status_for(exc)
+            handler.set_status(status_code)
+        handler.set_header("Content-Type", "application/json")
+        handler.finish(json.dumps(error_body(status_code, exc)))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """Log project errors (bad input) as one warning line, not as an uncaught traceback."""
+        handler: Any = self
+        if isinstance(value, NotebookBccError):
+            handler.log.warning("%s %s: %s", handler.request.method, handler.request.path, value)
+            return
+        super().log_exception(typ, value, tb)  # type: ignore[misc]
+
+
+class BccAPIHandler(JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
     """Base of every notebook-bcc REST handler.
 
     It ties the handler to the extension app (``ExtensionHandlerMixin``), to the server's
@@ -80,26 +137,50 @@ class BccAPIHandler(ExtensionHandlerMixin, APIHandler):
 
     auth_resource = AUTH_RESOURCE
 
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        """Answer an error as JSON ``{code, message, details}``.
+    @property
+    def service(self) -> WorkflowService:
+        """The extension's workflow service."""
+        service: WorkflowService = self.settings[SERVICE_SETTING]
+        return service
 
-        A :class:`NotebookBccError` escaping a handler is bad input: it is answered with 400
-        rather than tornado's 500.
+    async def require(self, action: str, resource: str) -> None:
+        """Refuse (403) unless the user may also ``action`` on another server ``resource``.
+
+        Starting a workflow runs code in a kernel and writes a notebook: a user the
+        authorizer would not let do either through Jupyter's own API cannot do it here.
         """
-        exc_info = kwargs.get("exc_info")
-        exc = exc_info[1] if exc_info else None
-        if isinstance(exc, NotebookBccError):
-            status_code = BAD_INPUT_STATUS
-            self.set_status(status_code)
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(error_body(status_code, exc)))
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, action, resource)
+        )
+        if not allowed:
+            raise web.HTTPError(403, f"User is not authorized to {action} on resource: {resource}.")
 
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        """Log project errors (bad input) as one warning line, not as an uncaught traceback."""
-        if isinstance(value, NotebookBccError):
-            self.log.warning("%s %s: %s", self.request.method, self.request.path, value)
-            return
-        super().log_exception(typ, value, tb)
+    def json_body(self) -> Any:
+        """The request body as JSON; a body that is not JSON is a 400 saying so."""
+        try:
+            return json.loads(self.request.body or b"null")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequestError(f"the request body is not JSON: {exc}") from None
+
+    def parse(self, model: type[M]) -> M:
+        """The request body validated as ``model``; problems become one 400 naming each field."""
+        data = self.json_body()
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            problems = [
+                "/" + "/".join(str(p) for p in err["loc"]) + ": " + err["msg"]
+                for err in exc.errors()
+            ]
+            raise BadRequestError(
+                "invalid request body: " + "; ".join(problems), details={"errors": problems}
+            ) from None
+
+    def reply(self, model: BaseModel, status: int = HTTPStatus.OK) -> None:
+        """Serialize a wire model (by alias) as the JSON answer."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(model.model_dump_json(by_alias=True))
 
 
 def fsm_document() -> dict[str, Any]:
@@ -121,8 +202,240 @@ class FsmHandler(BccAPIHandler):
         self.finish(json.dumps(fsm_document()))
 
 
-def route_table() -> list[tuple[str, type[BccAPIHandler]]]:
+class OpenApiHandler(BccAPIHandler):
+    """``GET .../openapi.json``: the REST contract generated from the wire models."""
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        """The OpenAPI 3.1 document, with this server's base_url."""
+        self.finish(json.dumps(openapi_document(self.base_url)))
+
+
+class WorkflowsHandler(BccAPIHandler):
+    """``/workflows``: list (``GET``, ``?notebook_path=``) and start (``POST``) workflows."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Summaries of the workflows in the store, optionally of one notebook."""
+        path = self.get_query_argument("notebook_path", None)
+        self.reply(await self.service.list_workflows(path))
+
+    @web.authenticated
+    @authorized_to("execute")
+    async def post(self) -> None:
+        """Start a workflow: 201 with its snapshot (``Location`` names it)."""
+        await self.require("execute", "kernels")
+        await self.require("write", "contents")
+        request = self.parse(CreateWorkflowRequest)
+        snapshot = await self.service.create(request)
+        self.set_header(
+            "Location",
+            url_path_join(self.base_url, URL_PREFIX, "api", "workflows", snapshot.workflow_id),
+        )
+        self.reply(snapshot, HTTPStatus.CREATED)
+
+
+class WorkflowHandler(BccAPIHandler):
+    """``/workflows/{id}``: the snapshot (``GET``); stop and release it (``DELETE``)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        """The current snapshot."""
+        self.reply(await self.service.snapshot(workflow_id))
+
+    @web.authenticated
+    @authorized
+    async def delete(self, workflow_id: str) -> None:
+        """Stop the workflow (its running cell finishes first); answer its final snapshot."""
+        self.reply(await self.service.delete(workflow_id))
+
+
+class CommandsHandler(BccAPIHandler):
+    """``POST /workflows/{id}/commands``: a D3 command, ``expected_version`` required."""
+
+    @web.authenticated
+    @authorized_to("execute")
+    async def post(self, workflow_id: str) -> None:
+        """Apply the command; 200 with the snapshot right after it applied."""
+        await self.require("execute", "kernels")
+        snapshot = await self.service.command(workflow_id, self.json_body())
+        self.reply(snapshot)
+
+
+class TraceHandler(BccAPIHandler):
+    """``GET /workflows/{id}/trace``: the full FSM history and the execution trace."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        """History and trace rows from the store, oldest first."""
+        self.reply(await self.service.trace(workflow_id))
+
+
+class DiagramHandler(BccAPIHandler):
+    """``GET /workflows/{id}/diagram?machine=fsm|stages``: Mermaid, current state marked."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        """The diagram of the FSM (default) or of the stage machine."""
+        machine = self.get_query_argument("machine", "fsm")
+        self.reply(await self.service.diagram(workflow_id, machine))
+
+
+class NotFoundHandler(BccAPIHandler):
+    """Anything else under the API prefix: a JSON 404 (never the server's HTML page)."""
+
+    def _missing(self) -> None:
+        raise web.HTTPError(404, f"no such notebook-bcc endpoint: {self.request.path}")
+
+    @web.authenticated
+    @authorized
+    def get(self, rest: str) -> None:
+        """404."""
+        self._missing()
+
+    @web.authenticated
+    @authorized
+    def post(self, rest: str) -> None:
+        """404."""
+        self._missing()
+
+    @web.authenticated
+    @authorized
+    def delete(self, rest: str) -> None:
+        """404."""
+        self._missing()
+
+
+def encode_message(message: Message) -> str:
+    """A stream message as the JSON text sent on the socket."""
+    if isinstance(message, SnapshotMessage):
+        wire = StreamSnapshot(reason=message.reason, snapshot=message.snapshot)
+        return wire.model_dump_json(by_alias=True)
+    event: WorkflowEvent = message
+    return event.model_dump_json(by_alias=True)
+
+
+class StreamHandler(
+    JsonErrorsMixin,
+    WebSocketMixin,
+    websocket.WebSocketHandler,
+    ExtensionHandlerMixin,
+    JupyterHandler,
+):
+    """``GET /workflows/{id}/stream``: the workflow's D4 events over a websocket.
+
+    Authenticated like jupyter_server's events socket (``@ws_authenticated``, then the
+    authorizer for *read* on ``notebook_bcc``), with the server's origin checks and keep-alive
+    pings (``WebSocketMixin``). Each client reads its own bounded feed (see
+    :mod:`notebook_bcc.server.stream`); a disconnect releases it.
+    """
+
+    auth_resource = AUTH_RESOURCE
+
+    feed: EventFeed | None = None
+    _release: Any = None
+    _pump: asyncio.Future[None] | None = None
+
+    def set_default_headers(self) -> None:
+        """No page headers (CSP and friends) on a websocket handshake."""
+
+    @property
+    def service(self) -> WorkflowService:
+        """The extension's workflow service."""
+        service: WorkflowService = self.settings[SERVICE_SETTING]
+        return service
+
+    async def pre_get(self) -> None:
+        """Authorize the user, then open the workflow's feed (404 if it does not exist)."""
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
+        )
+        if not allowed:
+            raise web.HTTPError(403, f"User is not authorized to read on {AUTH_RESOURCE}.")
+        workflow_id = self.path_kwargs["workflow_id"]
+        self.feed, self._release = await self.service.open_feed(workflow_id)
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Upgrade to a websocket once the user is authenticated and authorized.
+
+        A request that is not a websocket handshake gets a JSON 400 (tornado would answer in
+        plain text) before any feed is opened. tornado's ``get`` returns once the socket is
+        closed, or at once when it refused the handshake (bad origin): either way the feed is
+        released then.
+        """
+        upgrade = self.request.headers.get("Upgrade", "").lower()
+        connection = self.request.headers.get("Connection", "").lower()
+        if upgrade != "websocket" or "upgrade" not in connection:
+            raise web.HTTPError(
+                400, "this endpoint is a websocket: send an Upgrade: websocket handshake"
+            )
+        await self.pre_get()
+        try:
+            await super().get(*args, **kwargs)
+        finally:
+            if self.ws_connection is None:
+                self._close_feed()
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        """Start the keep-alive pings and the task that sends the feed."""
+        super().open(*args, **kwargs)
+        self._pump = asyncio.ensure_future(self._send_feed())
+
+    async def _send_feed(self) -> None:
+        feed = self.feed
+        if feed is None:
+            return
+        while True:
+            message = await feed.next()
+            if message is None:
+                self.close(1000, "the workflow's stream ended")
+                return
+            try:
+                await self.write_message(encode_message(message))
+            except (websocket.WebSocketClosedError, StreamClosedError):
+                return
+
+    def on_message(self, message: str | bytes) -> None:
+        """The channel is one-way; commands go over REST, where XSRF is checked."""
+
+    def on_close(self) -> None:
+        """Release the feed and stop sending."""
+        self._close_feed()
+        pump, self._pump = self._pump, None
+        if pump is not None and not pump.done():
+            pump.cancel()
+            with suppress(asyncio.CancelledError):
+                pump.add_done_callback(_consume)
+
+    def _close_feed(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+def _consume(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def route_table() -> list[tuple[str, type[web.RequestHandler]]]:
     """Every ``(pattern, handler)`` the extension serves, relative to the server's base_url."""
+    api = url_path_join(URL_PREFIX, "api")
+    workflow = url_path_join(api, "workflows", _WORKFLOW)
     return [
-        (url_path_join(URL_PREFIX, "api", "fsm"), FsmHandler),
+        (url_path_join(api, "fsm"), FsmHandler),
+        (url_path_join(api, "openapi.json"), OpenApiHandler),
+        (url_path_join(api, "workflows"), WorkflowsHandler),
+        (workflow, WorkflowHandler),
+        (url_path_join(workflow, "commands"), CommandsHandler),
+        (url_path_join(workflow, "trace"), TraceHandler),
+        (url_path_join(workflow, "diagram"), DiagramHandler),
+        (url_path_join(workflow, "stream"), StreamHandler),
+        (url_path_join(api, "(?P<rest>.*)"), NotFoundHandler),
     ]

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from time import monotonic
 from typing import Any
 
 import pytest
+from tornado.httpclient import HTTPResponse
 
 from notebook_bcc.server.app import NotebookBccApp
+from tests.conftest import FIXTURES
+
+Fetch = Callable[..., Awaitable[HTTPResponse]]
+
+SERVER_FIXTURES = FIXTURES / "server"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
@@ -21,7 +34,8 @@ def jp_server_config() -> dict[str, Any]:
         "ServerApp": {
             "jpserver_extensions": {"notebook_bcc": True, "jupyter_server_terminals": False},
             "allow_unauthenticated_access": False,
-        }
+        },
+        "NotebookBccApp": {"write_debounce": 0.1, "stop_timeout": 5.0},
     }
 
 
@@ -33,3 +47,125 @@ def bcc_app(jp_serverapp: Any) -> NotebookBccApp:
     app = next(iter(apps))
     assert isinstance(app, NotebookBccApp)
     return app
+
+
+@pytest.fixture
+def root(jp_root_dir: Path) -> Path:
+    """The server root with the test blueprints in ``blueprints/``."""
+    shutil.copytree(SERVER_FIXTURES, jp_root_dir / "blueprints")
+    return jp_root_dir
+
+
+@pytest.fixture
+def housing(root: Path) -> Path:
+    """The housing example (blueprint and data) copied under the root as ``housing/``."""
+    source = EXAMPLES / "housing"
+    target = root / "housing"
+    target.mkdir()
+    shutil.copy(source / "workflow.yaml", target / "workflow.yaml")
+    shutil.copytree(source / "data", target / "data")
+    return target
+
+
+class ApiError(Exception):
+    """An error answer: its status and JSON body."""
+
+    def __init__(self, code: int, body: dict[str, Any]) -> None:
+        super().__init__(f"{code}: {body}")
+        self.code = code
+        self.body = body
+
+
+class Api:
+    """Calls ``{base_url}notebook-bcc/api/...`` and decodes the JSON answers."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self.fetch = fetch
+
+    async def call(
+        self,
+        method: str,
+        *parts: str,
+        body: Any = None,
+        raw: bytes | None = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        """``(status, decoded body)``; error answers are returned, not raised."""
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        if method in ("POST", "PUT") and data is None:
+            data = b""
+        response = await self.fetch(
+            "notebook-bcc",
+            "api",
+            *parts,
+            method=method,
+            body=data,
+            params=params,
+            headers=headers,
+            follow_redirects=False,
+            raise_error=False,
+        )
+        assert response.code != 599, response.error
+        assert response.headers["Content-Type"].startswith("application/json"), response.body
+        return response.code, json.loads(response.body) if response.body else None
+
+    async def ok(self, method: str, *parts: str, **kwargs: Any) -> Any:
+        """The body of a 2xx answer (anything else raises :class:`ApiError`)."""
+        code, body = await self.call(method, *parts, **kwargs)
+        if code >= 300:
+            raise ApiError(code, body)
+        return body
+
+    async def start(self, notebook: str, blueprint: str, **extra: Any) -> dict[str, Any]:
+        """POST a blueprint workflow; returns its first snapshot."""
+        body = {
+            "notebook_path": notebook,
+            "planner": {"kind": "blueprint", "path": blueprint},
+            **extra,
+        }
+        code, snapshot = await self.call("POST", "workflows", body=body)
+        if code != 201:
+            raise ApiError(code, snapshot)
+        return dict(snapshot)
+
+    async def snapshot(self, workflow_id: str) -> dict[str, Any]:
+        """GET the snapshot."""
+        return dict(await self.ok("GET", "workflows", workflow_id))
+
+    async def wait(
+        self,
+        workflow_id: str,
+        until: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 60.0,
+    ) -> dict[str, Any]:
+        """Poll the snapshot until ``until(snapshot)`` holds."""
+        deadline = monotonic() + timeout
+        while True:
+            snapshot = await self.snapshot(workflow_id)
+            if until(snapshot):
+                return snapshot
+            if monotonic() > deadline:
+                raise AssertionError(f"timed out; last run block: {snapshot['run']}; fsm {snapshot['fsm']['state']} queue {snapshot['action_queue']['index']}/{len(snapshot['action_queue']['actions'])} version {snapshot['version']}")
+            await asyncio.sleep(0.05)
+
+    async def wait_status(self, workflow_id: str, *statuses: str, **kw: Any) -> dict[str, Any]:
+        """Poll until the run status is one of ``statuses``."""
+        return await self.wait(workflow_id, lambda s: s["run"]["status"] in statuses, **kw)
+
+    async def command(self, workflow_id: str, **command: Any) -> tuple[int, Any]:
+        """POST a D3 command."""
+        return await self.call("POST", "workflows", workflow_id, "commands", body=command)
+
+
+@pytest.fixture
+def api(jp_fetch: Fetch) -> Api:
+    """The notebook-bcc API of the test server, with the test token."""
+    return Api(jp_fetch)
+
+
+def read_notebook(path: Path) -> dict[str, Any]:
+    """A notebook file's JSON."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data

@@ -1,0 +1,183 @@
+"""The REST API's own wire models: request bodies and the documents the endpoints answer.
+
+The workflow itself travels as the shared models (:class:`WorkflowSnapshot`, the D3
+:class:`Command`, the D4 :class:`WorkflowEvent`); what is here wraps them for HTTP. Every model
+refuses unknown keys (``WireModel``), so a misspelt option is a 400 naming it instead of a
+silently ignored setting. ``openapi.json`` is generated from these models.
+
+Planner specs are a tagged union on ``kind``. Only ``blueprint`` runs in this installation;
+``replay``, ``http`` and ``llm`` are validated like the others and then answered 501
+``planner_unavailable`` until those planners exist, so clients can be written against the
+final shape now. Specs never carry secrets: an LLM key is named by the environment variable
+that holds it on the server.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from notebook_bcc.models.base import WireModel
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot
+
+
+class BlueprintPlannerSpec(WireModel):
+    """``{"kind": "blueprint", "path": P}``: a D14 YAML blueprint at API path ``P``."""
+
+    kind: Literal["blueprint"]
+    path: str = Field(min_length=1, description="API path of the blueprint, under the root.")
+
+
+class ReplayPlannerSpec(WireModel):
+    """``{"kind": "replay", "path": P}``: answers recorded in a transcript (not available yet)."""
+
+    kind: Literal["replay"]
+    path: str = Field(min_length=1, description="API path of the recorded transcript.")
+
+
+class HttpPlannerSpec(WireModel):
+    """``{"kind": "http", "url": U}``: a DSLC-compatible planning server (not available yet)."""
+
+    kind: Literal["http"]
+    url: str = Field(pattern=r"^https?://", description="Base URL of the planning server.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds per request.")
+    state_case: Literal["upper", "lower"] | None = Field(
+        default=None, description="Case of FSM state names sent to the server (D21)."
+    )
+
+
+class LlmPlannerSpec(WireModel):
+    """``{"kind": "llm", "model": M}``: an OpenAI-compatible chat API (not available yet)."""
+
+    kind: Literal["llm"]
+    model: str = Field(min_length=1)
+    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of the server environment variable holding the API key.",
+    )
+    temperature: float | None = Field(default=None, ge=0, le=2)
+
+
+PlannerSpec = Annotated[
+    BlueprintPlannerSpec | ReplayPlannerSpec | HttpPlannerSpec | LlmPlannerSpec,
+    Field(discriminator="kind"),
+]
+"""Where a workflow's decisions come from."""
+
+
+class RunOptions(WireModel):
+    """Per-workflow options; an omitted key takes the server's configured default."""
+
+    auto_confirm: bool | None = Field(
+        default=None,
+        description="Approve updates, stage and irreversible confirmations and kernel rebuilds "
+        "as they arise (never an in-doubt action, D3).",
+    )
+    confirm_irreversible: bool | None = Field(
+        default=None, description="Ask a human before an irreversible action runs (D9)."
+    )
+    max_hops: int | None = Field(default=None, ge=1, description="Cap on stage entries (D16).")
+    cell_timeout: float | None = Field(default=None, gt=0, description="Seconds per cell.")
+
+
+class CreateWorkflowRequest(WireModel):
+    """``POST /workflows``: start a workflow on a notebook (created when missing)."""
+
+    notebook_path: str = Field(
+        min_length=1, description="API path of the .ipynb, relative to the server root."
+    )
+    planner: PlannerSpec | None = Field(
+        default=None, description="Omitted: the server's configured default planner."
+    )
+    problem: str | None = Field(default=None, description="The user's problem statement.")
+    files: list[str] = Field(
+        default_factory=list,
+        description="Input files as API paths; the kernel sees them relative to the "
+        "notebook's folder (user_submit_files).",
+    )
+    options: RunOptions = Field(default_factory=RunOptions)
+
+
+class WorkflowSummary(WireModel):
+    """One line of ``GET /workflows``."""
+
+    workflow_id: str
+    notebook_path: str | None
+    version: int
+    state: str = Field(description="The FSM state.")
+    run_status: RunStatus
+    reason: str | None = None
+    pending: int = Field(description="How many decisions wait for a human.")
+    active: bool = Field(description="Holds its notebook (one active workflow per notebook).")
+    live: bool = Field(description="An engine drives it in this server process.")
+    running: bool = Field(description="Its run loop is executing right now.")
+    kernel_id: str | None = Field(
+        default=None, description="The session kernel it runs on (live workflows only)."
+    )
+
+
+class WorkflowList(WireModel):
+    """``GET /workflows``: the workflows the store knows, oldest first."""
+
+    workflows: list[WorkflowSummary]
+
+
+class TraceDocument(WireModel):
+    """``GET /workflows/{id}/trace``: the full FSM history and the execution trace."""
+
+    workflow_id: str
+    history: list[HistoryEntry]
+    trace: list[TraceRecord]
+
+
+class DiagramDocument(WireModel):
+    """``GET /workflows/{id}/diagram``: a Mermaid ``stateDiagram-v2`` with the current state
+    marked by the ``current`` class."""
+
+    workflow_id: str
+    machine: Literal["fsm", "stages"]
+    current: str | None
+    mermaid: str
+
+
+class FsmTransition(WireModel):
+    """One row of seed 003's table."""
+
+    from_: str = Field(alias="from")
+    event: str
+    to: str
+
+
+class FsmDocument(WireModel):
+    """``GET /fsm``: the 14 states, 22 events and 45 transitions."""
+
+    states: list[str]
+    events: list[str]
+    transitions: list[FsmTransition]
+
+
+class StreamSnapshot(WireModel):
+    """A websocket message that is not a D4 event: the whole snapshot.
+
+    Sent first on every connection (``reason: "hello"``), again when a client read too slowly
+    and events were dropped for it (``"resync"``), and last when the workflow leaves this
+    server (``"closed"``). Every other message is a bare :class:`WorkflowEvent`; a client tells
+    them apart by the ``type`` key, which events never have. Events whose ``version`` is not
+    above the last snapshot's are already reflected in it.
+    """
+
+    type: Literal["snapshot"] = "snapshot"
+    reason: Literal["hello", "resync", "closed"]
+    snapshot: WorkflowSnapshot
+
+
+class ErrorBody(WireModel):
+    """Every error answer: ``{code, message, details}``."""
+
+    code: str = Field(description="Machine-readable: bad_request, conflict, not_found, ...")
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
