@@ -63,7 +63,9 @@ from notebook_bcc.server.models import (
     BlueprintPlannerSpec,
     CreateWorkflowRequest,
     DiagramDocument,
+    HttpPlannerSpec,
     PlannerSpec,
+    ReplayPlannerSpec,
     TraceDocument,
     WorkflowList,
     WorkflowSummary,
@@ -77,7 +79,7 @@ log = logging.getLogger(__name__)
 
 RestartPolicy = Literal["resume", "wait"]
 
-AVAILABLE_PLANNERS = ("blueprint",)
+AVAILABLE_PLANNERS = ("blueprint", "replay", "http")
 """Planner kinds this installation can run; the others are validated, then answered 501."""
 
 _FINISHED_STATES = frozenset({State.WORKFLOW_COMPLETED, State.CANCELLED})
@@ -367,6 +369,8 @@ class WorkflowService:
             problem = request.problem
             if problem is None and isinstance(spec, BlueprintPlannerSpec):
                 problem = getattr(getattr(planner, "blueprint", None), "name", None)
+            if problem is None and isinstance(spec, ReplayPlannerSpec):
+                problem = getattr(planner, "problem", None)
             lock = self._notebook_locks.setdefault(notebook, asyncio.Lock())
             async with lock:
                 if self._closing:
@@ -411,6 +415,17 @@ class WorkflowService:
 
     async def _planner(self, spec: PlannerSpec) -> tuple[Planner, list[str]]:
         """The planner a spec names and the input files it declares (API paths)."""
+        if isinstance(spec, ReplayPlannerSpec):
+            return await self._replay_planner(spec)
+        if isinstance(spec, HttpPlannerSpec):
+            from notebook_bcc.planners.http import HttpPlanner, HttpPlannerSettings
+
+            settings = HttpPlannerSettings(
+                url=spec.url,
+                total_timeout=spec.timeout or HttpPlannerSettings.total_timeout,
+                state_case=spec.state_case or "upper",
+            )
+            return HttpPlanner(settings), []
         if not isinstance(spec, BlueprintPlannerSpec):
             raise PlannerUnavailableError(
                 f"planner kind {spec.kind!r} is not available in this installation "
@@ -433,6 +448,25 @@ class WorkflowService:
         planner = BlueprintPlanner(loaded)
         folder = folder_of(path)
         files = [join_api(folder, name, what=f"{path} files") for name in loaded.blueprint.files]
+        return planner, files
+
+    async def _replay_planner(self, spec: ReplayPlannerSpec) -> tuple[Planner, list[str]]:
+        """A recorded transcript folder under the root, played back with its inputs."""
+        from notebook_bcc.planners.replay import ReplayPlanner
+
+        path = api_path(spec.path, what="planner.path")
+        self.contents.check_inside_root(path, what="planner.path")
+        os_path = self.contents.os_path(path)
+        if os_path is None or not Path(os_path).is_dir():
+            raise BadRequestError(
+                f"planner.path: {path!r} is not a recorded transcript folder on this server",
+                details={"path": path},
+            )
+        planner = ReplayPlanner(Path(os_path))
+        files = [
+            join_api(path, str(file.relative_to(planner.directory)), what=f"{path} inputs")
+            for file in planner.files()
+        ]
         return planner, files
 
     async def _input_files(self, declared: list[str], given: list[str]) -> list[str]:

@@ -147,7 +147,9 @@ class Api:
             if until(snapshot):
                 return snapshot
             if monotonic() > deadline:
-                raise AssertionError(f"timed out; last run block: {snapshot['run']}; fsm {snapshot['fsm']['state']} queue {snapshot['action_queue']['index']}/{len(snapshot['action_queue']['actions'])} version {snapshot['version']}")
+                raise AssertionError(
+                    f"timed out; last run block: {snapshot['run']}; fsm {snapshot['fsm']['state']} queue {snapshot['action_queue']['index']}/{len(snapshot['action_queue']['actions'])} version {snapshot['version']}"
+                )
             await asyncio.sleep(0.05)
 
     async def wait_status(self, workflow_id: str, *statuses: str, **kw: Any) -> dict[str, Any]:

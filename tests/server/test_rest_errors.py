@@ -70,22 +70,19 @@ async def test_a_planner_is_required_without_a_configured_default(api: Api, root
     assert "planner: required" in body["message"]
 
 
-@pytest.mark.parametrize(
-    "planner",
-    [
-        {"kind": "replay", "path": "recorded.jsonl"},
-        {"kind": "http", "url": "http://planner.example:8000"},
-        {"kind": "llm", "model": "some-model", "api_key_env": "OPENAI_API_KEY"},
-    ],
-)
-async def test_planners_not_in_this_installation_answer_501(
-    api: Api, root: Path, planner: dict[str, Any]
-) -> None:
+async def test_planners_not_in_this_installation_answer_501(api: Api, root: Path) -> None:
+    planner = {"kind": "llm", "model": "some-model", "api_key_env": "OPENAI_API_KEY"}
     code, body = await _refused(api, body=_body(planner=planner))
     assert code == 501
     _assert_error(body, "planner_unavailable")
     assert "not available in this installation" in body["message"]
-    assert body["details"] == {"kind": planner["kind"], "available": ["blueprint"]}
+    assert body["details"] == {"kind": "llm", "available": ["blueprint", "replay", "http"]}
+
+
+async def test_a_replay_planner_needs_a_recorded_folder(api: Api, root: Path) -> None:
+    code, body = await _refused(api, body=_body(planner={"kind": "replay", "path": "nothing"}))
+    assert code == 400
+    assert "not a recorded transcript folder" in body["message"]
 
 
 @pytest.mark.parametrize(
