@@ -148,7 +148,8 @@ class Api:
                 return snapshot
             if monotonic() > deadline:
                 raise AssertionError(
-                    f"timed out; last run block: {snapshot['run']}; fsm {snapshot['fsm']['state']} queue {snapshot['action_queue']['index']}/{len(snapshot['action_queue']['actions'])} version {snapshot['version']}"
+                    f"timed out; last run block: {snapshot['run']}; "
+                    f"fsm {snapshot['fsm']['state']}; version {snapshot['version']}"
                 )
             await asyncio.sleep(0.05)
 
