@@ -45,7 +45,7 @@ run: install
 		--problem "$(HOUSING_PROBLEM)"
 
 bench: install
-	$(BIN)/python -m benchmarks.kernel_bench
+	$(BIN)/python -m benchmarks
 
 clean:
 	rm -rf $(VENV) notebook_bcc/labextension labextension/lib labextension/node_modules out

@@ -1,4 +1,5 @@
-"""Kernel-layer benchmarks (issue 5): ``python -m benchmarks.kernel_bench`` or ``make bench``.
+"""Kernel-layer benchmarks (issue 5): ``python -m benchmarks.kernel_bench`` (``make bench``
+runs them first, then the engine rows of :mod:`benchmarks.engine_bench`, in one table).
 
 Everything is measured in one process run, on the same machine state, against R = the raw
 jupyter_client ``x=1`` execute round trip (send, wait for iopub idle and the shell reply) on
@@ -396,29 +397,39 @@ def render(lines: list[Line]) -> str:
     return "\n".join(rows)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The kernel-layer benchmark's options (defaults are the issue's sizes)."""
+    group = parser.add_argument_group("kernel-layer benchmarks")
+    group.add_argument("--trials", type=int, default=300, help="R / code action pairs")
+    group.add_argument("--markdown", type=int, default=2000, help="markdown actions")
+    group.add_argument("--actions", type=int, default=2000, help="growing-notebook actions")
+    group.add_argument("--window", type=int, default=20, help="actions per early/late window")
+    group.add_argument("--probe-trials", type=int, default=100, help="probe / R pairs")
+    group.add_argument("--cells", type=int, default=300, help="end-to-end notebook cells")
+    group.add_argument("--rounds", type=int, default=3, help="end-to-end rounds per tool")
+
+
+def collect(args: argparse.Namespace, folder: Path, lines: list[Line]) -> None:
+    """Run every kernel-layer benchmark in ``folder``, appending table lines."""
+    asyncio.run(live_benchmarks(args, folder, lines))
+    end_to_end(args, folder, lines)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command-line options (defaults are the issue's sizes)."""
+    """Command-line options."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.kernel_bench", description=__doc__)
-    parser.add_argument("--trials", type=int, default=300, help="R / code action pairs")
-    parser.add_argument("--markdown", type=int, default=2000, help="markdown actions")
-    parser.add_argument("--actions", type=int, default=2000, help="growing-notebook actions")
-    parser.add_argument("--window", type=int, default=20, help="actions per early/late window")
-    parser.add_argument("--probe-trials", type=int, default=100, help="probe / R pairs")
-    parser.add_argument("--cells", type=int, default=300, help="end-to-end notebook cells")
-    parser.add_argument("--rounds", type=int, default=3, help="end-to-end rounds per tool")
+    add_arguments(parser)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every benchmark and print the table."""
+    """Run every kernel-layer benchmark and print the table."""
     args = parse_args(argv)
     lines: list[Line] = []
     print(f"notebook-bcc kernel layer benchmarks ({versions()})", flush=True)
     with tempfile.TemporaryDirectory(prefix="nbbcc-bench-") as tmp:
-        folder = Path(tmp)
-        asyncio.run(live_benchmarks(args, folder, lines))
-        end_to_end(args, folder, lines)
+        collect(args, Path(tmp), lines)
     print(render(lines))
     missed = any(line.holds is False for line in lines)
     return 1 if (missed and args.strict) else 0
