@@ -39,7 +39,7 @@ from notebook_bcc.protocol.action_models import (
     NewSectionAction,
     NewStepAction,
 )
-from notebook_bcc.protocol.apply import Applied, complete_action
+from notebook_bcc.protocol.apply import Applied, complete_action, navigate
 from notebook_bcc.protocol.errors import ProtocolError
 from notebook_bcc.protocol.json_actions import parse_action
 from notebook_bcc.store.sqlite import CellRow, EventDraft
@@ -135,9 +135,16 @@ class ActionExecutor:
         contracts: list[ExecutionContract],
         kinds: frozenset[str],
     ) -> None:
+        """Commit an action's outcome; the next action's NEXT_ACTION rides along (one commit)."""
+        extra: list[HistoryEntry | TraceRecord] = []
+        queue = snapshot.action_queue
+        if snapshot.fsm.state is State.ACTION_COMPLETED and queue.index < len(queue.actions):
+            moved = navigate(snapshot, options=self.engine.client_options())
+            snapshot = moved.snapshot
+            extra = list(moved.records)
         await self.engine.commit(
             snapshot,
-            records=[*records, *applied.records],
+            records=[*records, *applied.records, *extra],
             contracts=contracts,
             cells=self.engine.runtime.collector.drain(),
             kinds=kinds,

@@ -86,6 +86,9 @@ from notebook_bcc.store.sqlite import AsyncStore, CellRow, Commit, EventDraft, S
 
 Listener = Callable[[WorkflowEvent], None]
 
+INBOX_POLL_S = 0.2
+"""How often the loop looks for commands queued by other processes (seconds)."""
+
 STOP_STATUSES = frozenset({"waiting", "paused", "failed", "completed", "cancelled", "interrupted"})
 """Run statuses at which the loop stops and hands back to its caller."""
 
@@ -177,6 +180,7 @@ class Engine:
         self.kernel_started = False
         self._interrupt_requested = False
         self.lock = asyncio.Lock()
+        self._next_inbox_poll = 0.0
         """Held by the loop for each step and by each command: one writer at a time."""
 
     # -- construction ---------------------------------------------------------------------
@@ -871,7 +875,15 @@ class Engine:
     # -- human decisions and commands (D2, D3) --------------------------------------------
 
     async def take_commands(self) -> None:
-        """Apply commands queued in the store by other processes (``notebook-bcc cancel``)."""
+        """Apply commands queued in the store by other processes (``notebook-bcc cancel``).
+
+        Polled at most every :data:`INBOX_POLL_S` seconds: a safe point comes often, a query
+        per transition would cost a store round trip each.
+        """
+        now = monotonic()
+        if now < self._next_inbox_poll:
+            return
+        self._next_inbox_poll = now + INBOX_POLL_S
         queued = await self.store.call(lambda s: s.open_commands(self.snapshot.workflow_id))
         for command_id, body in queued:
             try:
