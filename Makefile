@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.notebook-bcc-installed
 INSTALL_INPUTS := pyproject.toml $(wildcard labextension/package.json labextension/yarn.lock labextension/tsconfig.json labextension/src/*.ts labextension/src/*.tsx labextension/style/*)
 
-.PHONY: install test lint typecheck pytest run bench clean help
+.PHONY: install test lint typecheck pytest run bench bench-server clean help
 
 help:
 	@echo "make run    - run the housing DSLC workflow headless into out/housing/"
@@ -46,6 +46,9 @@ run: install
 
 bench: install
 	$(BIN)/python -m benchmarks
+
+bench-server: install
+	$(BIN)/python -m benchmarks.server_bench
 
 clean:
 	rm -rf $(VENV) notebook_bcc/labextension labextension/lib labextension/node_modules out

@@ -36,7 +36,12 @@ class NotebookKernel:
 
 
 async def _ready(km: Any) -> None:
-    """Wait for a kernel that is still starting (``use_pending_kernels``)."""
+    """Wait for a kernel that is still starting (``use_pending_kernels``).
+
+    Only called when the server starts kernels as pending: otherwise ``start_kernel`` has
+    returned a started kernel, and some managers (a kernel gateway's) never resolve the
+    ``ready`` future their base class creates on first access.
+    """
     ready = getattr(km, "ready", None)
     if isinstance(ready, concurrent.futures.Future):
         await asyncio.wrap_future(ready)
@@ -71,7 +76,7 @@ class Kernels:
                     "longer has",
                     details={"path": path, "kernel_id": kernel_id},
                 )
-            await _ready(km)
+            await self._ready(km)
             if not await ensure_async(km.is_alive()):
                 raise KernelUnavailableError(
                     f"the kernel of {path}'s session is not running; restart it in JupyterLab "
@@ -97,8 +102,12 @@ class Kernels:
             raise KernelUnavailableError(
                 f"the kernel started for {path} is already gone", details={"path": path}
             )
-        await _ready(km)
+        await self._ready(km)
         return NotebookKernel(str(model["id"]), kernel_id, km, created=True)
+
+    async def _ready(self, km: Any) -> None:
+        if getattr(self.kernel_manager, "use_pending_kernels", False):
+            await _ready(km)
 
     def manager_of(self, kernel_id: str) -> Any | None:
         """The kernel manager of ``kernel_id``, or None when the server no longer has it."""

@@ -17,7 +17,8 @@ Life of a workflow in a server process:
 - ``delete`` stops the loop at its next safe point and releases the notebook (the notebook
   and the session kernel stay);
 - ``close`` (server shutdown) interrupts every loop the D1 way -- the running cell finishes
-  and is committed -- and leaves the workflows active in the store for a later restart.
+  and is committed -- and leaves the workflows active in the store for a later restart;
+- ``start`` (the next server, same store) recovers them: see :meth:`WorkflowService._recover`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.session import KernelSession
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import State
-from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
+from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
 from notebook_bcc.server.contents import (
     Contents,
@@ -147,6 +148,7 @@ class WorkflowService:
         self._store: AsyncStore | None = None
         self._opening: asyncio.Lock | None = None
         self._live: dict[str, LiveWorkflow] = {}
+        self._recovering: dict[str, asyncio.Task[None]] = {}
         self._notebook_locks: dict[str, asyncio.Lock] = {}
         self._closing = False
         self.recovered: list[str] = []
@@ -171,32 +173,174 @@ class WorkflowService:
         return self._store
 
     async def _recover(self, store: AsyncStore) -> None:
-        """Look at the workflows an earlier server left active (restart policy).
+        """Bring back the workflows an earlier server left active (D1, D7, D10, D11).
 
-        Resuming them needs the engine to load a stored workflow and reattach or rebuild its
-        kernel (D11); until it can, they stay as they are, visible in ``GET /workflows``,
-        holding their notebooks until a client DELETEs them.
+        Each one gets an engine again, in a background task so the server starts at once:
+        its planner from ``snapshot.planner``, its notebook from the store's cells (written
+        through the contents manager, which merges with whatever the file holds now: a
+        notebook edited while the server was down is never overwritten), its session kernel
+        (a new one), and the engine's recovery: RUNNING contracts settled (a reversible one
+        runs again; an irreversible one becomes an ``in_doubt`` decision and is never re-run
+        automatically), kernel state rebuilt (or a ``kernel_rebuild`` decision), ``error``
+        left by a retry. Then the restart policy: a run that was ``running`` or
+        ``interrupted`` continues (``resume``) or stays ``interrupted`` until a client sends
+        ``run`` (``wait``); a waiting run keeps its pending decisions; a paused or failed run
+        stays so. A client command for a workflow still recovering waits for it.
         """
         ids = await store.call(lambda s: s.workflow_ids(active=True))
         self.recovered = list(ids)
         for workflow_id in ids:
-            snapshot = await store.load(workflow_id)
-            unfinished = snapshot.run.status in ("running", "interrupted")
-            if unfinished and self.settings.restart_policy == "resume":
-                log.warning(
-                    "notebook-bcc: workflow %s on %s was %s when the server stopped; resuming "
-                    "it needs engine resume support, so it is left as it is",
-                    workflow_id,
-                    snapshot.notebook_path,
-                    snapshot.run.status,
+            if workflow_id in self._live or workflow_id in self._recovering:
+                continue
+            self._recovering[workflow_id] = asyncio.ensure_future(
+                self._recover_one(store, workflow_id)
+            )
+
+    async def _recover_one(self, store: AsyncStore, workflow_id: str) -> None:
+        """Attach, prepare and (per the restart policy) restart one workflow; never raises."""
+        try:
+            before = await store.load(workflow_id)
+            if is_finished(before):
+                return
+            live = await self._attach(store, before)
+            if live is None:
+                return
+            try:
+                await live.engine.recovery.prepare(kernel_alive=False)
+                await self._apply_restart_policy(live, before)
+            except Exception as exc:
+                reason = f"recovery after a server restart failed: {type(exc).__name__}: {exc}"
+                log.error("notebook-bcc: workflow %s: %s", workflow_id, reason, exc_info=exc)
+                with suppress(Exception):
+                    await live.engine.fail_run(reason)
+            if self._closing:
+                await self._close_live(live)
+                return
+            self._live[workflow_id] = live
+            log.info(
+                "notebook-bcc: recovered workflow %s on %s (run %s -> %s, restart policy %s)",
+                workflow_id,
+                live.notebook_path,
+                before.run.status,
+                live.engine.snapshot.run.status,
+                self.settings.restart_policy,
+            )
+            self._ensure_running(live)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error(
+                "notebook-bcc: could not recover workflow %s: %s: %s; it stays listed (DELETE "
+                "releases its notebook)",
+                workflow_id,
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
+        finally:
+            self._recovering.pop(workflow_id, None)
+
+    async def _attach(self, store: AsyncStore, snapshot: WorkflowSnapshot) -> LiveWorkflow | None:
+        """An engine for a stored workflow, on its notebook's session kernel (not prepared)."""
+        from notebook_bcc.engine.headless import planner_for
+
+        workflow_id = snapshot.workflow_id
+        notebook = snapshot.notebook_path
+        if notebook is None:
+            log.warning("notebook-bcc: workflow %s has no notebook path", workflow_id)
+            return None
+        options = self.settings.engine
+        planner = planner_for(snapshot.planner.model_dump(mode="json"))
+        try:
+            lock = self._notebook_locks.setdefault(notebook, asyncio.Lock())
+            async with lock:
+                if self._closing:
+                    raise ServiceStoppedError("the notebook-bcc service is shutting down")
+                cells = await store.call(lambda s: s.cells(workflow_id))
+                title = snapshot.notebook.title
+                document = NotebookDocument.from_cells(
+                    [row.cell for row in cells],
+                    {"title": title} if title else {},
+                    workflow_id=workflow_id,
                 )
-            else:
-                log.info(
-                    "notebook-bcc: workflow %s on %s is %s (left waiting)",
-                    workflow_id,
-                    snapshot.notebook_path,
-                    snapshot.run.status,
+                kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
+                try:
+                    live = self._live_workflow(
+                        await self._engine_on(
+                            store=store,
+                            planner=planner,
+                            kernel=kernel,
+                            notebook=notebook,
+                            workflow_id=workflow_id,
+                            document=document,
+                            options=options,
+                        ),
+                        kernel,
+                        notebook,
+                    )
+                except BaseException:
+                    await self.kernels.discard(kernel)
+                    raise
+        except BaseException:
+            await planner.aclose()
+            raise
+        return live
+
+    async def _engine_on(
+        self,
+        *,
+        store: AsyncStore,
+        planner: Planner,
+        kernel: NotebookKernel,
+        notebook: str,
+        workflow_id: str,
+        document: NotebookDocument,
+        options: EngineOptions,
+    ) -> Engine:
+        """A stored workflow's engine writing through the contents manager."""
+        writer = ContentsNotebookWriter(
+            self.contents, notebook, document, debounce=options.write_debounce
+        )
+        runtime = KernelRuntime(
+            notebook_path=Path(self.contents.os_path(notebook) or notebook),
+            workflow_id=workflow_id,
+            document=document,
+            session=KernelSession(km=kernel.km),
+            kernel_name=options.kernel_name,
+            cell_timeout=options.cell_timeout,
+            write_debounce=options.write_debounce,
+            writer=writer,
+        )
+        writer.document = runtime.document
+        return await Engine.attach(
+            store=store, planner=planner, runtime=runtime, workflow_id=workflow_id, options=options
+        )
+
+    async def _apply_restart_policy(self, live: LiveWorkflow, before: WorkflowSnapshot) -> None:
+        """After recovery: run on, or leave the run as the policy and its status say."""
+        from notebook_bcc.engine.routing import with_run
+
+        engine = live.engine
+        snap = engine.snapshot
+        if snap.run.pending or is_finished(snap):
+            return  # waiting on a decision (kept, or in doubt / kernel rebuild): a human answers
+        unfinished = before.run.status in ("running", "interrupted")
+        if unfinished and self.settings.restart_policy == "resume":
+            if snap.run.status != "running":
+                await engine.command(
+                    {"action": "run", "expected_version": snap.version}, check_version=False
                 )
+            return
+        status: RunStatus
+        reason: str | None
+        if unfinished:
+            status = "interrupted"
+            reason = "the server restarted (restart_policy 'wait'): send 'run' to resume"
+        elif snap.run.status != before.run.status:
+            status, reason = before.run.status, before.run.reason
+        else:
+            return
+        await engine.commit(with_run(snap, status, reason))
 
     async def close(self) -> None:
         """Shutdown: interrupt every run at its next safe point, close channels and the store.
@@ -205,6 +349,13 @@ class WorkflowService:
         server, which shuts its kernels down after its extensions.
         """
         self._closing = True
+        recovering = list(self._recovering.values())
+        if recovering:
+            _, late = await asyncio.wait(recovering, timeout=self.settings.stop_timeout)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=self.settings.stop_timeout)
         lives = list(self._live.values())
         for live in lives:
             live.engine.request_interrupt()
@@ -222,6 +373,18 @@ class WorkflowService:
         if self._store is not None:
             store, self._store = self._store, None
             await store.close()
+
+    async def _recovered(self, workflow_id: str) -> None:
+        """Wait until the workflow's recovery after a restart (if any) has finished."""
+        task = self._recovering.get(workflow_id)
+        if task is not None:
+            await asyncio.wait([task])
+
+    async def wait_recovered(self) -> None:
+        """Wait until every workflow found at start-up is recovered (or given up)."""
+        tasks = list(self._recovering.values())
+        if tasks:
+            await asyncio.wait(tasks)
 
     def activity(self) -> list[dict[str, Any]]:
         """The workflows whose run loop executes now (the server's idle check reads this)."""
@@ -544,6 +707,9 @@ class WorkflowService:
         except BaseException:
             await self.kernels.discard(kernel)
             raise
+        return self._live_workflow(engine, kernel, notebook)
+
+    def _live_workflow(self, engine: Engine, kernel: NotebookKernel, notebook: str) -> LiveWorkflow:
         hub = WorkflowHub(lambda: engine.snapshot, limit=self.settings.stream_buffer)
         live = LiveWorkflow(engine=engine, kernel=kernel, hub=hub, notebook_path=notebook)
         engine.subscribe(self._listener(live))
@@ -627,6 +793,7 @@ class WorkflowService:
         return snapshot
 
     async def _require_live(self, workflow_id: str) -> LiveWorkflow:
+        await self._recovered(workflow_id)
         live = self._live.get(workflow_id)
         if live is not None:
             return live
@@ -642,6 +809,7 @@ class WorkflowService:
 
         The notebook and the session kernel stay; the record stays in the store (inactive).
         """
+        await self._recovered(workflow_id)
         if workflow_id in self._live:
             return await self._retire(workflow_id)
         store = await self.start()

@@ -1,0 +1,327 @@
+"""Restart recovery (issue 9 §1): two ``jupyter server`` processes, one after the other, over
+one store. The first is stopped with SIGTERM in the middle of a run; the second recovers what
+it left per ``restart_policy`` (D1, D7, D10, D11).
+
+:class:`JupyterServer` (a real server subprocess and a tiny blocking client) is shared with the
+gateway test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from notebook_bcc.store.sqlite import SqliteStore
+from tests.server.conftest import SERVER_FIXTURES, read_notebook
+
+BIN = Path(sys.executable).parent
+JUPYTER_SERVER = BIN / "jupyter-server"
+TOKEN = "notebook-bcc-restart-token"
+
+pytestmark = pytest.mark.skipif(not JUPYTER_SERVER.exists(), reason="jupyter-server not found")
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def http(method: str, url: str, body: Any = None, *, token: str | None = TOKEN) -> tuple[int, Any]:
+    """A JSON request; error answers are returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"token {token}"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+class JupyterServer:
+    """A ``jupyter server`` subprocess (loopback, token auth, notebook_bcc enabled by its
+    jupyter-config file) and a blocking client for the notebook-bcc API."""
+
+    def __init__(self, root: Path, home: Path, *args: str, name: str = "server") -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}/"
+        self.log_path = home / f"{name}.log"
+        self.log = self.log_path.open("wb")
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(home / "config"),
+            "JUPYTER_DATA_DIR": str(home / "data"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        }
+        self.process = subprocess.Popen(
+            [
+                str(JUPYTER_SERVER),
+                "--no-browser",
+                "--allow-root",
+                "--ip=127.0.0.1",
+                f"--port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={TOKEN}",
+                f"--ServerApp.root_dir={root}",
+                "--NotebookBccApp.write_debounce=0.1",
+                *args,
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
+        )
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """A request to ``path`` under the server's base URL."""
+        return http(method, self.base + path, body)
+
+    def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """A request to the notebook-bcc API."""
+        return self.request(method, "notebook-bcc/api/" + path, body)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        """Wait until ``/api/status`` answers."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.tail()
+            try:
+                if self.request("GET", "api/status")[0] == 200:
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.1)
+        raise AssertionError("jupyter server did not answer in time\n" + self.tail())
+
+    def start(self, notebook: str, blueprint: str, **extra: Any) -> dict[str, Any]:
+        """POST a blueprint workflow; its first snapshot."""
+        body = {"notebook_path": notebook, "planner": {"kind": "blueprint", "path": blueprint}}
+        code, snapshot = self.api("POST", "workflows", {**body, **extra})
+        assert code == 201, snapshot
+        return dict(snapshot)
+
+    def snapshot(self, workflow_id: str) -> dict[str, Any]:
+        """GET a snapshot."""
+        code, snapshot = self.api("GET", f"workflows/{workflow_id}")
+        assert code == 200, snapshot
+        return dict(snapshot)
+
+    def wait(
+        self,
+        workflow_id: str,
+        until: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 60,
+    ) -> dict[str, Any]:
+        """Poll the snapshot until ``until(snapshot)`` holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snapshot = self.snapshot(workflow_id)
+            if until(snapshot):
+                return snapshot
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out on {workflow_id}: run {snapshot['run']}, "
+                    f"fsm {snapshot['fsm']['state']}\n{self.tail()}"
+                )
+            time.sleep(0.1)
+
+    def wait_status(self, workflow_id: str, *statuses: str, timeout: float = 60) -> dict[str, Any]:
+        """Poll until the run status is one of ``statuses``."""
+        return self.wait(workflow_id, lambda s: s["run"]["status"] in statuses, timeout=timeout)
+
+    def row(self, workflow_id: str) -> dict[str, Any]:
+        """The workflow's line of ``GET /workflows``."""
+        code, listing = self.api("GET", "workflows")
+        assert code == 200, listing
+        return next(r for r in listing["workflows"] if r["workflow_id"] == workflow_id)
+
+    def wait_live(self, workflow_id: str, timeout: float = 60) -> dict[str, Any]:
+        """Poll ``GET /workflows`` until an engine drives the workflow here (recovered)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            row = self.row(workflow_id)
+            if row["live"]:
+                return row
+            time.sleep(0.1)
+        raise AssertionError(f"{workflow_id} was not recovered\n{self.tail()}")
+
+    def command(self, workflow_id: str, **command: Any) -> tuple[int, Any]:
+        """POST a D3 command."""
+        return self.api("POST", f"workflows/{workflow_id}/commands", command)
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """SIGTERM, then wait; a server that does not stop is killed (None)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                self.log.close()
+                return None
+        self.log.close()
+        return self.process.returncode
+
+    def tail(self, chars: int = 4000) -> str:
+        """The end of the server's log."""
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def _root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(SERVER_FIXTURES, root / "blueprints")
+    return root
+
+
+def _load(store_path: Path, workflow_id: str) -> Any:
+    store = SqliteStore(store_path)
+    try:
+        return store.load(workflow_id)
+    finally:
+        store.close()
+
+
+def _sources(path: Path) -> list[str]:
+    return ["".join(cell["source"]) for cell in read_notebook(path)["cells"]]
+
+
+def test_restart_resumes_an_interrupted_run_and_keeps_the_users_notebook_edits(
+    tmp_path: Path,
+) -> None:
+    root = _root(tmp_path)
+    store = tmp_path / "store.sqlite"
+    config = [f"--NotebookBccApp.store_path={store}", "--NotebookBccApp.auto_confirm=True"]
+
+    first = JupyterServer(root, tmp_path, *config, name="first")
+    try:
+        first.wait_ready()
+        started = first.start("work/chain.ipynb", "blueprints/restart_slow.yaml")
+        workflow_id = started["workflow_id"]
+        first.wait(workflow_id, lambda s: s["notebook"]["execution_count"] >= 1)
+    finally:
+        assert first.stop() is not None, "SIGTERM stopped the first server"
+    left = _load(store, workflow_id)
+    assert left.run.status == "interrupted", left.run
+    assert left.fsm.state.value != "workflow_completed"
+
+    notebook = root / "work" / "chain.ipynb"
+    nb = read_notebook(notebook)
+    written = len(nb["cells"])
+    user_cell = {"cell_type": "markdown", "id": "by-user", "metadata": {}, "source": "mine"}
+    nb["cells"].insert(0, user_cell)
+    notebook.write_text(json.dumps(nb))  # edited while no server runs
+
+    second = JupyterServer(
+        root, tmp_path, *config, "--NotebookBccApp.restart_policy=resume", name="second"
+    )
+    try:
+        second.wait_ready()
+        done = second.wait_status(workflow_id, "completed", "failed", "waiting")
+        assert done["run"]["status"] == "completed", done["run"]
+        assert done["acceptance"], "the last cell read the rebuilt kernel's variables"
+        row = second.row(workflow_id)
+        assert row["live"]
+        assert not row["active"], "a completed run releases its notebook"
+    finally:
+        assert second.stop() is not None
+    sources = _sources(notebook)
+    assert sources[0] == "mine", "D10: the user's cell is kept where the user put it"
+    assert len(sources) > written
+    assert sources[-1] == "answer = middle + 1"
+    assert sum(source == "answer = middle + 1" for source in sources) == 1
+    for server in (first, second):
+        assert "Traceback" not in server.log_path.read_text(errors="replace"), server.tail()
+
+
+def test_restart_wait_policy_leaves_runs_waiting_and_never_reruns_an_action_in_doubt(
+    tmp_path: Path,
+) -> None:
+    root = _root(tmp_path)
+    store = tmp_path / "store.sqlite"
+    config = [f"--NotebookBccApp.store_path={store}"]
+
+    # stop_timeout 0.3: the running cells are cancelled at shutdown, their contracts RUNNING
+    first = JupyterServer(root, tmp_path, *config, "--NotebookBccApp.stop_timeout=0.3")
+    try:
+        first.wait_ready()
+        doubt = first.start(
+            "doubt/send.ipynb",
+            "blueprints/restart_in_doubt.yaml",
+            options={"confirm_irreversible": False},
+        )["workflow_id"]
+        confirm = first.start("review/confirm.ipynb", "blueprints/confirm.yaml")["workflow_id"]
+        slow = first.start("slow/chain.ipynb", "blueprints/restart_slow.yaml")["workflow_id"]
+        waiting = first.wait_status(confirm, "waiting")
+        (decision,) = waiting["run"]["pending"]
+        assert decision["kind"] == "stage_confirmation"
+        first.wait(doubt, lambda _: (root / "doubt" / "sent.log").exists())
+        first.wait(slow, lambda s: s["notebook"]["execution_count"] >= 1)
+    finally:
+        assert first.stop() is not None
+    assert (root / "doubt" / "sent.log").read_text() == "sent\n"
+
+    second = JupyterServer(
+        root,
+        tmp_path,
+        *config,
+        "--NotebookBccApp.restart_policy=wait",
+        "--NotebookBccApp.auto_confirm=True",
+        name="second",
+    )
+    try:
+        second.wait_ready()
+        for workflow_id in (doubt, confirm, slow):
+            second.wait_live(workflow_id)
+
+        in_doubt = second.snapshot(doubt)
+        assert in_doubt["run"]["status"] == "waiting"
+        assert [p["kind"] for p in in_doubt["run"]["pending"]] == ["in_doubt"]
+        kept = second.snapshot(confirm)
+        assert kept["run"]["status"] == "waiting"
+        assert [p["id"] for p in kept["run"]["pending"]] == [decision["id"]]
+        paused = second.snapshot(slow)
+        assert paused["run"]["status"] == "interrupted"
+        assert "restart_policy" in (paused["run"]["reason"] or "")
+        time.sleep(0.5)
+        assert second.snapshot(slow)["version"] == paused["version"], "policy wait: no run"
+
+        code, body = second.command(slow, action="run", expected_version=paused["version"])
+        assert code == 200, body
+        assert second.wait_status(slow, "completed", "failed")["run"]["status"] == "completed"
+        code, body = second.command(
+            confirm, decide=decision["id"], decision="approve", expected_version=kept["version"]
+        )
+        assert code == 200, body
+        assert second.wait_status(confirm, "completed", "failed")["run"]["status"] == "completed"
+
+        # D11: never re-run automatically; rejecting ("it did happen") does not repeat it
+        (question,) = in_doubt["run"]["pending"]
+        code, body = second.command(
+            doubt, decide=question["id"], decision="reject", expected_version=in_doubt["version"]
+        )
+        assert code == 200, body
+        second.wait(doubt, lambda s: s["run"]["status"] != "running" or not s["run"]["pending"])
+    finally:
+        assert second.stop() is not None
+    assert (root / "doubt" / "sent.log").read_text() == "sent\n", "D7: run once, never again"
