@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
+from notebook_bcc.engine.actions import INPUTS_PATH
 from notebook_bcc.engine.routing import add_pending, drop_pending, fire_event, with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
@@ -55,12 +56,30 @@ class Recovery:
         await self._settle_running()
         if not kernel_alive:
             await self._kernel_state()
+        await self._inputs_again()
         snap = engine.snapshot
         if snap.fsm.state is State.ERROR and not self._blocking(snap):
             if restart:
                 await self._restart()
             else:
                 await self._retry_behavior()
+
+    async def _inputs_again(self) -> None:
+        """An inputs cell started but never completed (killed mid-run): run it again (D11).
+
+        It runs before the loop, outside the action queue, so settling its contract FAILED
+        would otherwise leave ``user_problem`` / ``user_submit_files`` undefined for good.
+        """
+        engine = self.engine
+        workflow_id = engine.snapshot.workflow_id
+        key = INPUTS_PATH.key
+        started = [
+            c
+            for c in await engine.store.call(lambda s: s.contracts(workflow_id))
+            if c.action_type == "cell_execution" and c.metadata.get("path") == key
+        ]
+        if started and not any(c.status is ExecutionStatus.COMPLETED for c in started):
+            await engine.actions.inputs_cell()
 
     @staticmethod
     def _blocking(snapshot: WorkflowSnapshot) -> bool:

@@ -1,0 +1,105 @@
+"""Interruptions of a real ``notebook-bcc run`` process (issue 7 §1, DESIGN D1).
+
+- SIGINT: the running cell finishes and is committed, then the run is ``interrupted``
+  (exit 130) with the FSM untouched; ``resume`` completes it. A second SIGINT stops at once:
+  the cell's contract is left RUNNING and ``resume`` settles and re-runs it (D11).
+- ``notebook-bcc cancel`` while the process runs: it notices at its next safe point and
+  exits 4; ``cancelled`` leaves only by RESET, so ``resume`` exits 4 too.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from notebook_bcc.cli import main
+from notebook_bcc.models.contract import ExecutionStatus
+from notebook_bcc.models.names import State
+from tests.durability.conftest import Durable, stop
+
+
+def status_json(durable: Durable, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    """``notebook-bcc status --json``."""
+    capsys.readouterr()
+    assert main(["status", "--state-db", str(durable.state_db), "--json"]) == 0
+    data: dict[str, object] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_sigint_lets_the_cell_finish_exits_130_and_resume_completes(
+    durable: Durable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    durable.nap(2.5)
+    process = durable.cli_run("--auto-confirm")
+    try:
+        durable.wait_for_nap(process)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        stop(process)
+    assert process.returncode == 130, err
+    assert "finishing the running cell" in out + err
+    status = status_json(durable, capsys)
+    run = status["run"]
+    assert isinstance(run, dict)
+    assert run["status"] == "interrupted"
+    snap = durable.snapshot()
+    assert snap.fsm.state not in (State.CANCELLED, State.ERROR), "the FSM is untouched"
+    (nap,) = durable.nap_contracts()
+    assert nap.status is ExecutionStatus.COMPLETED, "the running cell finished first"
+    assert "after" not in snap.variables
+
+    assert main(["resume", "--state-db", str(durable.state_db), "--auto-confirm"]) == 0
+    durable.assert_finished()
+
+
+def test_second_sigint_stops_at_once_and_resume_reruns_the_cell(durable: Durable) -> None:
+    durable.nap(60)
+    process = durable.cli_run("--auto-confirm")
+    try:
+        durable.wait_for_nap(process)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        began = time.monotonic()
+        _, err = process.communicate(timeout=60)
+        took = time.monotonic() - began
+    finally:
+        stop(process)
+    assert process.returncode == 130, err
+    assert took < 30, "the second signal did not wait for the 60 s cell"
+    (nap,) = durable.nap_contracts()
+    assert nap.status is ExecutionStatus.RUNNING, "its outcome was never recorded"
+
+    assert main(["resume", "--state-db", str(durable.state_db), "--auto-confirm"]) == 0
+    durable.assert_finished()
+    first, second = durable.nap_contracts()
+    assert (first.status, first.error_message) == (ExecutionStatus.FAILED, "interrupted")
+    assert second.status is ExecutionStatus.COMPLETED
+
+
+def test_cancel_from_another_process_exits_4_and_stays_cancelled(
+    durable: Durable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    durable.nap(2.5)
+    process = durable.cli_run("--auto-confirm")
+    try:
+        durable.wait_for_nap(process)
+        assert main(["cancel", "--state-db", str(durable.state_db)]) == 0
+        assert "cancel queued" in capsys.readouterr().out
+        _, err = process.communicate(timeout=60)
+    finally:
+        stop(process)
+    assert process.returncode == 4, err
+    snap = durable.snapshot()
+    assert snap.run.status == "cancelled"
+    assert snap.fsm.state is State.CANCELLED
+    (nap,) = durable.nap_contracts()
+    assert nap.status is ExecutionStatus.COMPLETED, "the running cell finished first"
+    assert "after" not in snap.variables, "the run stopped at the next safe point"
+
+    assert main(["resume", "--state-db", str(durable.state_db), "--auto-confirm"]) == 4
+    assert durable.snapshot().fsm.state is State.CANCELLED, "cancelled leaves only by RESET"
