@@ -43,6 +43,10 @@ _ALIVE_SLICE = 1.0
 """How often a silent request checks that the kernel is still alive while it waits."""
 
 
+START_ATTEMPTS = 3
+"""How many times a kernel we own is started before giving up (port races at start)."""
+
+
 @dataclass(frozen=True, slots=True)
 class KernelInfo:
     """What the kernel said about itself, in the shape a notebook's metadata wants."""
@@ -165,6 +169,22 @@ class KernelSession:
         return await asyncio.shield(self.start_soon())
 
     async def _start(self) -> KernelInfo:
+        """Start (or connect to) the kernel; a kernel we own that dies while starting — two
+        processes can race for the same free port — is started again, at most twice."""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return await self._start_once()
+            except KernelStartError:
+                if not self._owns_kernel or attempt == START_ATTEMPTS - 1 or self._closed:
+                    raise
+                with contextlib.suppress(Exception):
+                    await maybe_await(self.km.shutdown_kernel(now=True))
+                self._stop_channels()
+                self._client = None
+                self._dead = False
+        raise KernelStartError("unreachable")  # pragma: no cover
+
+    async def _start_once(self) -> KernelInfo:
         if self._closed:
             raise KernelDeadError("the kernel session was shut down")
         try:
