@@ -206,8 +206,12 @@ class NotebookWriter:
             self._lock = asyncio.Lock()
         async with self._lock:
             plan = self._plan()
-            outcome = await asyncio.to_thread(self._write, plan)
+            outcome = await self._persist(plan)
             return self._commit(plan, outcome)
+
+    async def _persist(self, plan: _Plan) -> _Outcome:
+        """Where a flush writes: the file, in a worker thread (other writers override this)."""
+        return await asyncio.to_thread(self._write, plan)
 
     async def aclose(self) -> WriteReport:
         """Cancel the pending timer and write what is left."""

@@ -14,7 +14,6 @@ the ones of the last save, nothing is read back; otherwise the notebook is read 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -72,17 +71,9 @@ class ContentsNotebookWriter(NotebookWriter):
             details={"path": self.api_path},
         )
 
-    async def flush_async(self) -> WriteReport:
+    async def _persist(self, plan: _Plan) -> _Outcome:
         """Merge with the notebook's current version and save it through the contents manager."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            plan = self._plan()
-            outcome = await self._save(plan)
-            return self._commit(plan, outcome)
+        return await self._save(plan)
 
     async def _save(self, plan: _Plan) -> _Outcome:
         began = monotonic()
