@@ -298,20 +298,7 @@ class WorkflowService:
         options: EngineOptions,
     ) -> Engine:
         """A stored workflow's engine writing through the contents manager."""
-        writer = ContentsNotebookWriter(
-            self.contents, notebook, document, debounce=options.write_debounce
-        )
-        runtime = KernelRuntime(
-            notebook_path=Path(self.contents.os_path(notebook) or notebook),
-            workflow_id=workflow_id,
-            document=document,
-            session=KernelSession(km=kernel.km),
-            kernel_name=options.kernel_name,
-            cell_timeout=options.cell_timeout,
-            write_debounce=options.write_debounce,
-            writer=writer,
-        )
-        writer.document = runtime.document
+        runtime = self._runtime(notebook, workflow_id, document, kernel.km, options)
         return await Engine.attach(
             store=store, planner=planner, runtime=runtime, workflow_id=workflow_id, options=options
         )
@@ -678,22 +665,7 @@ class WorkflowService:
         document = await self._document(notebook, workflow_id)
         kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
         try:
-            writer = ContentsNotebookWriter(
-                self.contents, notebook, document, debounce=options.write_debounce
-            )
-            runtime = KernelRuntime(
-                notebook_path=Path(self.contents.os_path(notebook) or notebook),
-                workflow_id=workflow_id,
-                document=document,
-                session=KernelSession(km=kernel.km),
-                kernel_name=options.kernel_name,
-                cell_timeout=options.cell_timeout,
-                write_debounce=options.write_debounce,
-                writer=writer,
-            )
-            # KernelRuntime replaces an *empty* document by a fresh one (``document or ...``):
-            # the writer must write the document the runner fills.
-            writer.document = runtime.document
+            runtime = self._runtime(notebook, workflow_id, document, kernel.km, options)
             snapshot = new_snapshot(
                 workflow_id,
                 uuid.uuid4().hex[:12],
@@ -741,6 +713,29 @@ class WorkflowService:
             kernels.touch(live.kernel.kernel_id)
 
         return on_event
+
+    def _runtime(
+        self,
+        notebook: str,
+        workflow_id: str,
+        document: NotebookDocument,
+        km: Any,
+        options: EngineOptions,
+    ) -> KernelRuntime:
+        """The kernel side of a workflow: the session kernel and the contents-manager writer."""
+        writer = ContentsNotebookWriter(
+            self.contents, notebook, document, debounce=options.write_debounce
+        )
+        return KernelRuntime(
+            notebook_path=Path(self.contents.os_path(notebook) or notebook),
+            workflow_id=workflow_id,
+            document=document,
+            session=KernelSession(km=km),
+            kernel_name=options.kernel_name,
+            cell_timeout=options.cell_timeout,
+            write_debounce=options.write_debounce,
+            writer=writer,
+        )
 
     # -- running --------------------------------------------------------------------------
 
