@@ -137,20 +137,20 @@ def complete_step(draft: Draft, status: Status) -> None:
     draft.fire(Event.COMPLETE_STEP)
 
 
-def _retire_step(draft: Draft) -> None:
-    """The current step moves to ``completed`` (success unless it says otherwise)."""
-    steps = draft.level("steps")
-    if steps.current is None:
+def _retire(draft: Draft, level: Literal["steps", "stages"]) -> None:
+    """The level's current item moves to ``completed`` (success unless it says otherwise)."""
+    progress = draft.level(level)
+    if progress.current is None:
         return
-    step = steps.current
-    if step.completion_status is None:
-        step = step.model_copy(update={"completion_status": "success"})
-    draft.update_level("steps", completed=[*steps.completed, step], current=None)
+    item = progress.current
+    if item.completion_status is None:
+        item = item.model_copy(update={"completion_status": "success"})
+    draft.update_level(level, completed=[*progress.completed, item], current=None)
 
 
 def advance_step(draft: Draft, *, focus: str | None = None) -> None:
     """NEXT_STEP: the finished step completed, the next remaining step current."""
-    _retire_step(draft)
+    _retire(draft, "steps")
     steps = start_first(draft.level("steps"))
     if focus:
         steps = steps.model_copy(update={"focus": focus})
@@ -174,7 +174,7 @@ def _stage_status(draft: Draft, goal_status: str | None) -> Status:
 
 def complete_stage(draft: Draft, *, goal_status: str | None = None) -> None:
     """COMPLETE_STAGE: steps closed (unrun ones ``skipped``), the stage records its outcome."""
-    _retire_step(draft)
+    _retire(draft, "steps")
     steps = draft.level("steps")
     if steps.remaining:
         skipped = [
@@ -208,19 +208,9 @@ def complete_stage(draft: Draft, *, goal_status: str | None = None) -> None:
     draft.fire(Event.COMPLETE_STAGE)
 
 
-def _retire_stage(draft: Draft) -> None:
-    stages = draft.level("stages")
-    if stages.current is None:
-        return
-    stage = stages.current
-    if stage.completion_status is None:
-        stage = stage.model_copy(update={"completion_status": "success"})
-    draft.update_level("stages", completed=[*stages.completed, stage], current=None)
-
-
 def advance_stage(draft: Draft) -> None:
     """NEXT_STAGE: the finished stage completed, the next one current; lower levels reset."""
-    _retire_stage(draft)
+    _retire(draft, "stages")
     stages = start_first(draft.level("stages"))
     draft.set_level("stages", stages)
     draft.set_level("steps", LevelProgress())
@@ -238,7 +228,7 @@ def advance_stage(draft: Draft) -> None:
 
 def complete_workflow(draft: Draft) -> None:
     """COMPLETE_WORKFLOW: the last stage completed; stages never run are marked ``skipped``."""
-    _retire_stage(draft)
+    _retire(draft, "stages")
     stages = draft.level("stages")
     if stages.remaining:
         skipped = [
