@@ -2,8 +2,11 @@
 
 Planners (``--planner``): ``blueprint`` (default; TARGET is a blueprint YAML file or a folder
 with workflow.yaml), ``http`` (a DSLC planning server at ``--planner-url``; no TARGET, give
-``--problem`` and ``--file``), ``replay`` (TARGET is a directory written by ``--record DIR``;
-its problem and input files are used). ``--record DIR`` writes any planner's answers to
+``--problem`` and ``--file``), ``llm`` (seed 000's six agents asked through an
+OpenAI-compatible chat API at ``--llm-base-url`` with ``--model``; no TARGET, give
+``--problem`` and ``--file``; the API key comes from NOTEBOOK_BCC_LLM_API_KEY, else
+OPENAI_API_KEY), ``replay`` (TARGET is a directory written by ``--record DIR``; its problem
+and input files are used). ``--record DIR`` writes any planner's answers to
 DIR/transcript.jsonl with copies of the inputs, for ``--planner replay`` later.
 
 Exit codes: 0 completed, 1 the workflow ended in ``error`` or the run failed, 2 bad input,
@@ -17,6 +20,36 @@ from pathlib import Path
 from typing import Any
 
 EXIT_BAD_INPUT = 2
+
+TRANSPORT_FLAGS: dict[str, str] = {
+    "planner_connect_timeout": "connect_timeout",
+    "planner_idle_timeout": "idle_timeout",
+    "planner_timeout": "total_timeout",
+    "planner_retries": "max_retries",
+    "planner_backoff": "backoff_base",
+    "planner_backoff_cap": "backoff_cap",
+}
+"""``--planner-*`` flags the http and llm planners share -> their settings keys."""
+
+HTTP_FLAGS: dict[str, str] = {
+    "planner_url": "url",
+    "planner_state_case": "state_case",
+    "planner_route": "route",
+    "planner_token_env": "token_env",
+}
+"""Flags of the http planner only -> its settings keys."""
+
+LLM_FLAGS: dict[str, str] = {
+    "llm_base_url": "base_url",
+    "model": "model",
+    "llm_templates": "templates",
+    "llm_stream": "stream",
+    "llm_max_parse_retries": "max_parse_retries",
+    "llm_temperature": "temperature",
+    "llm_max_tokens": "max_tokens",
+    "llm_api_key_env": "api_key_env",
+}
+"""Flags of the llm planner only -> its settings keys."""
 
 Prepared = tuple[Any, str, str | None, list[Path]]
 """A planner ready to run: (planner, run name, problem, input files)."""
@@ -60,11 +93,15 @@ def register(subparsers: Any) -> None:
 
 
 def _planner_arguments(parser: Any) -> None:
-    """``--planner`` and its options (HTTP timeouts and retries, ``--record``)."""
-    group = parser.add_argument_group("planner")
+    """``--planner`` and its options (timeouts and retries, ``--record``, the llm flags)."""
+    group = parser.add_argument_group(
+        "planner",
+        "the --planner-*timeout, --planner-retries and --planner-backoff* flags apply to the "
+        "http and llm planners; the other --planner-* flags to http only",
+    )
     group.add_argument(
         "--planner",
-        choices=("blueprint", "http", "replay"),
+        choices=("blueprint", "http", "llm", "replay"),
         default="blueprint",
         help="where decisions come from (default: blueprint)",
     )
@@ -113,29 +150,90 @@ def _planner_arguments(parser: Any) -> None:
         action="store_true",
         help="fail instead of using the seed 003 fallback decision when the server is down",
     )
+    llm = parser.add_argument_group(
+        "llm planner",
+        "seed 000's agents through an OpenAI-compatible chat API; the key is read from "
+        "NOTEBOOK_BCC_LLM_API_KEY, else OPENAI_API_KEY (or --llm-api-key-env VAR) and is "
+        "never stored; --planner-* timeouts, retries and backoff apply too",
+    )
+    llm.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        help="the API root with its version, e.g. http://127.0.0.1:11434/v1 "
+        "(requests go to URL/chat/completions)",
+    )
+    llm.add_argument("--model", metavar="NAME", help="the model name the API serves")
+    llm.add_argument(
+        "--llm-templates",
+        type=Path,
+        metavar="DIR",
+        help="a folder of <agent-id>.md (and feedback.md) prompt templates replacing the "
+        "shipped ones",
+    )
+    llm.add_argument(
+        "--llm-stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stream answers as server-sent events (default: on)",
+    )
+    llm.add_argument(
+        "--llm-max-parse-retries",
+        type=int,
+        metavar="N",
+        help="times an unusable reply is sent back with its error before the run fails (2)",
+    )
+    llm.add_argument("--llm-temperature", type=float, metavar="T", help="sampling temperature")
+    llm.add_argument("--llm-max-tokens", type=int, metavar="N", help="cap on reply tokens")
+    llm.add_argument(
+        "--llm-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (instead of the default ones)",
+    )
+
+
+def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
+    """The settings the user gave among ``flags`` (flag attribute -> settings key)."""
+    return {
+        key: getattr(args, flag) for flag, key in flags.items() if getattr(args, flag) is not None
+    }
 
 
 def _http_settings(args: argparse.Namespace) -> Any:
     from notebook_bcc.planners.http import HttpPlannerSettings
 
-    options: dict[str, Any] = {"url": args.planner_url}
-    for flag, key in (
-        ("planner_connect_timeout", "connect_timeout"),
-        ("planner_idle_timeout", "idle_timeout"),
-        ("planner_timeout", "total_timeout"),
-        ("planner_retries", "max_retries"),
-        ("planner_backoff", "backoff_base"),
-        ("planner_backoff_cap", "backoff_cap"),
-        ("planner_state_case", "state_case"),
-        ("planner_route", "route"),
-        ("planner_token_env", "token_env"),
-    ):
-        value = getattr(args, flag)
-        if value is not None:
-            options[key] = value
+    options: dict[str, Any] = {**_given(args, TRANSPORT_FLAGS), **_given(args, HTTP_FLAGS)}
     if args.no_planner_fallback:
         options["fallback"] = False
     return HttpPlannerSettings(**options)
+
+
+def _llm_settings(args: argparse.Namespace) -> Any:
+    from notebook_bcc.planners.llm import LlmSettings
+
+    options: dict[str, Any] = {**_given(args, TRANSPORT_FLAGS), **_given(args, LLM_FLAGS)}
+    if "templates" in options:
+        options["templates"] = str(Path(options["templates"]).resolve())
+    return LlmSettings(**options)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _misplaced_flags(args: argparse.Namespace) -> str | None:
+    """Why planner flags do not apply to the chosen planner, or None."""
+    http_only = [_flag(n) for n in HTTP_FLAGS if getattr(args, n) is not None]
+    if args.no_planner_fallback:
+        http_only.append("--no-planner-fallback")
+    if args.planner != "http" and http_only:
+        return f"{', '.join(http_only)} only apply to --planner http"
+    llm_only = [_flag(n) for n in LLM_FLAGS if getattr(args, n) is not None]
+    if args.planner != "llm" and llm_only:
+        return f"{', '.join(llm_only)} only apply to --planner llm"
+    shared = [_flag(n) for n in TRANSPORT_FLAGS if getattr(args, n) is not None]
+    if args.planner not in ("http", "llm") and shared:
+        return f"{', '.join(shared)} only apply to --planner http or llm"
+    return None
 
 
 def _blueprint_path(target: Path) -> Path:
@@ -161,29 +259,15 @@ def _run(args: argparse.Namespace) -> int:
         return _bad("--max-hops must be at least 1")
     if args.cell_timeout is not None and args.cell_timeout <= 0:
         return _bad("--cell-timeout must be positive")
-    if args.planner != "http":
-        http_only = [
-            name
-            for name in (
-                "planner_url",
-                "planner_connect_timeout",
-                "planner_idle_timeout",
-                "planner_timeout",
-                "planner_retries",
-                "planner_backoff",
-                "planner_backoff_cap",
-                "planner_state_case",
-                "planner_route",
-                "planner_token_env",
-            )
-            if getattr(args, name) is not None
-        ]
-        if http_only or args.no_planner_fallback:
-            flags = [f"--{n.replace('_', '-')}" for n in http_only]
-            if args.no_planner_fallback:
-                flags.append("--no-planner-fallback")
-            return _bad(f"{', '.join(flags)} only apply to --planner http")
-    chosen = {"blueprint": _blueprint_run, "http": _http_run, "replay": _replay_run}
+    misplaced = _misplaced_flags(args)
+    if misplaced:
+        return _bad(misplaced)
+    chosen = {
+        "blueprint": _blueprint_run,
+        "http": _http_run,
+        "llm": _llm_run,
+        "replay": _replay_run,
+    }
     made = chosen[args.planner](args)
     if isinstance(made, int):
         return made
@@ -252,6 +336,23 @@ def _http_run(args: argparse.Namespace) -> Prepared | int:
         return _bad("--planner-retries must be 0 or more")
     planner = HttpPlanner(_http_settings(args))
     return planner, "dslc", args.problem, [p.resolve() for p in args.file]
+
+
+def _llm_run(args: argparse.Namespace) -> Prepared | int:
+    from notebook_bcc.planners.llm import LlmPlanner
+
+    if args.target is not None:
+        return _bad("--planner llm takes no TARGET (give --problem and --file)")
+    if not args.llm_base_url:
+        return _bad("--planner llm needs --llm-base-url URL (e.g. http://127.0.0.1:11434/v1)")
+    if not args.model:
+        return _bad("--planner llm needs --model NAME")
+    if not args.problem:
+        return _bad("--planner llm needs --problem TEXT")
+    if args.planner_retries is not None and args.planner_retries < 0:
+        return _bad("--planner-retries must be 0 or more")
+    planner = LlmPlanner(_llm_settings(args))
+    return planner, "llm", args.problem, [p.resolve() for p in args.file]
 
 
 def _replay_run(args: argparse.Namespace) -> Prepared | int:

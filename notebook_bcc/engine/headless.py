@@ -106,8 +106,10 @@ def planner_for(snapshot_planner: dict[str, object]) -> Planner:
 
     ``blueprint`` reloads its file, ``http`` reconnects with the recorded settings (URL,
     timeouts, retries; a token comes from the environment variable the settings name),
-    ``replay`` reopens its transcript; a ``record`` setting wraps the planner again so the
-    recording continues in the same directory.
+    ``llm`` likewise (base URL, model, templates folder, retries; the API key is read from
+    the environment at each call, never from the snapshot), ``replay`` reopens its
+    transcript; a ``record`` setting wraps the planner again so the recording continues in
+    the same directory.
     """
     kind = snapshot_planner.get("kind")
     raw = snapshot_planner.get("settings") or {}
@@ -123,6 +125,10 @@ def planner_for(snapshot_planner: dict[str, object]) -> Planner:
         from notebook_bcc.planners.http import HttpPlanner, HttpPlannerSettings
 
         planner = HttpPlanner(HttpPlannerSettings.from_json(settings))
+    elif kind == "llm" and settings.get("base_url") and settings.get("model"):
+        from notebook_bcc.planners.llm import LlmPlanner, LlmSettings
+
+        planner = LlmPlanner(LlmSettings.from_json(settings))
     elif kind == "replay" and settings.get("transcript"):
         from notebook_bcc.planners.replay import ReplayPlanner
 

@@ -1,0 +1,139 @@
+"""``notebook-bcc run --planner llm``: flags refused with exit 2, and a whole recorded run
+against ``python -m notebook_bcc.testing.scripted_llm`` (the way examples record one)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from notebook_bcc.cli import main
+from tests.conftest import FIXTURES
+
+CONVERSATION = FIXTURES / "llm" / "conversation"
+PRICES = FIXTURES / "dslc" / "prices.csv"
+SECRET = "sk-cli-test-0d9e8f7a6b5c"
+LLM = ["--planner", "llm", "--llm-base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--planner", "llm", "--model", "m", "--problem", "p"], "needs --llm-base-url URL"),
+        (
+            ["--planner", "llm", "--llm-base-url", "http://127.0.0.1:9/v1", "--problem", "p"],
+            "needs --model NAME",
+        ),
+        (LLM, "needs --problem TEXT"),
+        (["somewhere", *LLM, "--problem", "p"], "--planner llm takes no TARGET"),
+        (
+            ["--planner", "llm", "--llm-base-url", "ftp://x/v1", "--model", "m", "--problem", "p"],
+            "is not an http(s) URL",
+        ),
+        ([*LLM, "--problem", "p", "--llm-max-parse-retries", "50"], "between 0 and 10"),
+        ([*LLM, "--problem", "p", "--llm-temperature", "9"], "temperature must be between"),
+        ([*LLM, "--problem", "p", "--planner-retries", "-1"], "--planner-retries must be 0"),
+        ([*LLM, "--problem", "p", "--llm-api-key-env", "1bad"], "not an environment variable"),
+        ([*LLM, "--problem", "p", "--llm-templates", "/nowhere/t"], "folder does not exist"),
+        (
+            [*LLM, "--problem", "p", "--planner-url", "http://x"],
+            "--planner-url only apply to --planner http",
+        ),
+        (
+            [str(FIXTURES / "engine" / "paths.yaml"), "--model", "m"],
+            "--model only apply to --planner llm",
+        ),
+        (
+            [str(FIXTURES / "engine" / "paths.yaml"), "--planner-retries", "1"],
+            "--planner-retries only apply to --planner http or llm",
+        ),
+    ],
+)
+def test_bad_llm_flags_exit_2_with_a_clear_message(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_template_folder_exits_2_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "stage-planner.md").write_text("nothing", encoding="utf-8")
+    assert main(["run", *LLM, "--problem", "p", "--llm-templates", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'stage-planner.md'}: no '<!-- section: system -->'" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_recorded_llm_run_against_the_scripted_server_then_replayed(tmp_path: Path) -> None:
+    env = {**os.environ, "NOTEBOOK_BCC_LLM_API_KEY": SECRET}
+    env.pop("OPENAI_API_KEY", None)
+    scripted = ["-m", "notebook_bcc.testing.scripted_llm", str(CONVERSATION), "--exit-when-done"]
+    server = subprocess.Popen(
+        [sys.executable, *scripted],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()
+        assert banner.startswith("scripted LLM: 11 replies from "), banner
+        base_url = banner.rsplit("base URL ", 1)[1].strip()
+        command = [
+            *("-m", "notebook_bcc", "run", "--planner", "llm"),
+            *("--llm-base-url", base_url, "--model", "scripted"),
+            *("--problem", "Describe the house prices", "--file", str(PRICES)),
+            *("--notebook", str(tmp_path / "live" / "nb.ipynb"), "--auto-confirm"),
+            *("--record", str(tmp_path / "record"), "--json"),
+        ]
+        done = subprocess.run(
+            [sys.executable, *command],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+            env=env,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+        _, log = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0, log
+    assert "served 11 of 11 replies; 0 error(s)" in log
+    assert "scripted_llm: action-generator: 200 004-action-generator.txt (stream)" in log
+    assert SECRET not in done.stdout + done.stderr + log
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    replay = [
+        *("-m", "notebook_bcc", "run", str(tmp_path / "record"), "--planner", "replay"),
+        *("--notebook", str(tmp_path / "replay" / "nb.ipynb"), "--auto-confirm"),
+    ]
+    replayed = subprocess.run(
+        [sys.executable, *replay],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr
+    assert (tmp_path / "replay" / "summary.txt").read_text() == "mean price: 237500.00\n"
+
+
+def test_the_scripted_server_refuses_a_folder_without_replies(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "notebook_bcc.testing.scripted_llm", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "no reply files (NNN-<agent-id>.txt)" in done.stderr
