@@ -18,7 +18,17 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, Unicode, default, validate
+from traitlets import (
+    Bool,
+    CaselessStrEnum,
+    Dict,
+    Float,
+    Integer,
+    List,
+    Unicode,
+    default,
+    validate,
+)
 
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.server.contents import Contents
@@ -48,6 +58,14 @@ class NotebookBccApp(ExtensionApp):
         help='The planner used when a request names none, e.g. {"kind": "blueprint", '
         '"path": "workflow.yaml"}; for a request naming the same kind, its keys fill the ones '
         "the request omits. Never put secrets here: name the environment variable instead."
+    ).tag(config=True)
+
+    allowed_planners = List(
+        CaselessStrEnum(["blueprint", "replay", "http", "llm"]),
+        default_value=["blueprint", "replay", "http", "llm"],
+        help="Planner kinds clients may start. The http and llm planners make this server "
+        "call other servers; drop them to forbid that. A refused kind answers 501 with the "
+        "reason, and the panel shows it greyed out.",
     ).tag(config=True)
 
     auto_confirm = Bool(
@@ -146,6 +164,7 @@ class NotebookBccApp(ExtensionApp):
             stream_buffer=self.stream_buffer,
             stop_timeout=self.stop_timeout,
             restart_policy=self.restart_policy,
+            allowed_planners=tuple(kind.lower() for kind in self.allowed_planners),
         )
 
     def initialize_settings(self) -> None:

@@ -212,6 +212,16 @@ class OpenApiHandler(BccAPIHandler):
         self.finish(json.dumps(openapi_document(self.base_url)))
 
 
+class PlannersHandler(BccAPIHandler):
+    """``GET .../planners``: the planner kinds and whether this server runs them."""
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        """A :class:`PlannerList` (the start form greys out unavailable kinds)."""
+        self.reply(self.service.planner_kinds())
+
+
 class WorkflowsHandler(BccAPIHandler):
     """``/workflows``: list (``GET``, ``?notebook_path=``) and start (``POST``) workflows."""
 
@@ -431,6 +441,7 @@ def route_table() -> list[tuple[str, type[web.RequestHandler]]]:
     return [
         (url_path_join(api, "fsm"), FsmHandler),
         (url_path_join(api, "openapi.json"), OpenApiHandler),
+        (url_path_join(api, "planners"), PlannersHandler),
         (url_path_join(api, "workflows"), WorkflowsHandler),
         (workflow, WorkflowHandler),
         (url_path_join(workflow, "commands"), CommandsHandler),

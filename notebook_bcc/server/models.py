@@ -5,11 +5,10 @@ The workflow itself travels as the shared models (:class:`WorkflowSnapshot`, the
 refuses unknown keys (``WireModel``), so a misspelt option is a 400 naming it instead of a
 silently ignored setting. ``openapi.json`` is generated from these models.
 
-Planner specs are a tagged union on ``kind``. Only ``blueprint`` runs in this installation;
-``replay``, ``http`` and ``llm`` are validated like the others and then answered 501
-``planner_unavailable`` until those planners exist, so clients can be written against the
-final shape now. Specs never carry secrets: an LLM key is named by the environment variable
-that holds it on the server.
+Planner specs are a tagged union on ``kind``: ``blueprint``, ``replay``, ``http`` and ``llm``
+(a kind an installation cannot run is answered 501 ``planner_unavailable``). Specs never
+carry secrets: an LLM key is read from the server's environment (``api_key_env`` names the
+variable; by default ``NOTEBOOK_BCC_LLM_API_KEY``, else ``OPENAI_API_KEY``).
 """
 
 from __future__ import annotations
@@ -49,17 +48,35 @@ class HttpPlannerSpec(WireModel):
 
 
 class LlmPlannerSpec(WireModel):
-    """``{"kind": "llm", "model": M}``: an OpenAI-compatible chat API (not available yet)."""
+    """``{"kind": "llm", "model": M, "base_url": U}``: an OpenAI-compatible chat API.
+
+    ``base_url`` includes the API version (``http://127.0.0.1:11434/v1``); it may come from
+    the server's ``default_planner``, and a spec without one is refused (400).
+    """
 
     kind: Literal["llm"]
     model: str = Field(min_length=1)
-    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    base_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="The API root with its version; requests go to {base_url}/chat/completions.",
+    )
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="Name of the server environment variable holding the API key.",
+        description="Name of the server environment variable holding the API key (default: "
+        "NOTEBOOK_BCC_LLM_API_KEY, else OPENAI_API_KEY).",
     )
     temperature: float | None = Field(default=None, ge=0, le=2)
+    stream: bool | None = Field(default=None, description="Stream answers (default: true).")
+    max_tokens: int | None = Field(default=None, ge=1, description="Cap on reply tokens.")
+    max_parse_retries: int | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="Times an unusable reply is sent back with its error before the run "
+        "fails (default: 2).",
+    )
 
 
 PlannerSpec = Annotated[
@@ -100,6 +117,24 @@ class CreateWorkflowRequest(WireModel):
         "notebook's folder (user_submit_files).",
     )
     options: RunOptions = Field(default_factory=RunOptions)
+
+
+class PlannerKind(WireModel):
+    """One planner kind and whether this server runs it (the panel greys out the others)."""
+
+    kind: Literal["blueprint", "replay", "http", "llm"]
+    available: bool
+    reason: str | None = Field(default=None, description="Why it is not available.")
+    defaults: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The server's default_planner keys for this kind (never secrets).",
+    )
+
+
+class PlannerList(WireModel):
+    """``GET /planners``: every planner kind of the API, in a stable order."""
+
+    planners: list[PlannerKind]
 
 
 class WorkflowSummary(WireModel):

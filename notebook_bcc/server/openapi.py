@@ -73,6 +73,16 @@ def _operations() -> dict[str, Any]:
                 },
             }
         },
+        "/planners": {
+            "get": {
+                "operationId": "listPlanners",
+                "summary": "The planner kinds, whether this server runs each and why not.",
+                "responses": {
+                    "200": _json("PlannerList", "Every kind, available or not."),
+                    **_errors(403),
+                },
+            }
+        },
         "/workflows": {
             "get": {
                 "operationId": "listWorkflows",
@@ -200,6 +210,7 @@ def component_schemas() -> dict[str, Any]:
         DiagramDocument,
         ErrorBody,
         FsmDocument,
+        PlannerList,
         StreamSnapshot,
         TraceDocument,
         WorkflowList,
@@ -211,6 +222,7 @@ def component_schemas() -> dict[str, Any]:
         WorkflowSnapshot,
         WorkflowEvent,
         WorkflowList,
+        PlannerList,
         TraceDocument,
         DiagramDocument,
         FsmDocument,

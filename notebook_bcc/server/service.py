@@ -65,6 +65,9 @@ from notebook_bcc.server.models import (
     CreateWorkflowRequest,
     DiagramDocument,
     HttpPlannerSpec,
+    LlmPlannerSpec,
+    PlannerKind,
+    PlannerList,
     PlannerSpec,
     ReplayPlannerSpec,
     TraceDocument,
@@ -80,7 +83,7 @@ log = logging.getLogger(__name__)
 
 RestartPolicy = Literal["resume", "wait"]
 
-AVAILABLE_PLANNERS = ("blueprint", "replay", "http")
+AVAILABLE_PLANNERS = ("blueprint", "replay", "http", "llm")
 """Planner kinds this installation can run; the others are validated, then answered 501."""
 
 _FINISHED_STATES = frozenset({State.WORKFLOW_COMPLETED, State.CANCELLED})
@@ -98,6 +101,8 @@ class ServiceSettings:
     stream_buffer: int = 1000
     stop_timeout: float = 10.0
     restart_policy: RestartPolicy = "resume"
+    allowed_planners: tuple[str, ...] = AVAILABLE_PLANNERS
+    """Kinds this server's configuration lets clients start (``allowed_planners`` trait)."""
 
 
 @dataclass
@@ -431,6 +436,41 @@ class WorkflowService:
             )
         return WorkflowList(workflows=rows)
 
+    def planner_kinds(self) -> PlannerList:
+        """Every planner kind, whether this server runs it and why not, with its defaults."""
+        default = self.settings.default_planner
+        rows: list[PlannerKind] = []
+        for kind in ("blueprint", "replay", "http", "llm"):
+            reason = self._unavailable(kind)
+            defaults = (
+                {key: value for key, value in default.items() if key != "kind"}
+                if default.get("kind") == kind
+                else {}
+            )
+            rows.append(
+                PlannerKind.model_validate(
+                    {
+                        "kind": kind,
+                        "available": reason is None,
+                        "reason": reason,
+                        "defaults": defaults,
+                    }
+                )
+            )
+        return PlannerList(planners=rows)
+
+    def _unavailable(self, kind: str) -> str | None:
+        """Why ``kind`` cannot start here, or None."""
+        if kind not in AVAILABLE_PLANNERS:
+            return f"the {kind} planner is not part of this installation"
+        if kind not in self.settings.allowed_planners:
+            allowed = ", ".join(self.settings.allowed_planners) or "none"
+            return (
+                f"the {kind} planner is turned off on this server "
+                f"(NotebookBccApp.allowed_planners: {allowed})"
+            )
+        return None
+
     async def trace(self, workflow_id: str) -> TraceDocument:
         """The full FSM history and execution trace from the store."""
         store = await self.start()
@@ -510,6 +550,12 @@ class WorkflowService:
         notebook = notebook_api_path(request.notebook_path)
         self.contents.check_inside_root(notebook, what="notebook_path")
         spec = self._planner_spec(request.planner)
+        unavailable = self._unavailable(spec.kind)
+        if unavailable is not None:
+            raise PlannerUnavailableError(
+                f"planner: {unavailable}",
+                details={"kind": spec.kind, "allowed": list(self.settings.allowed_planners)},
+            )
         planner, planner_files = await self._planner(spec)
         try:
             files = await self._input_files(planner_files, request.files)
@@ -576,6 +622,26 @@ class WorkflowService:
                 state_case=spec.state_case or "upper",
             )
             return HttpPlanner(settings), []
+        if isinstance(spec, LlmPlannerSpec):
+            from notebook_bcc.planners.llm import LlmPlanner, LlmSettings, LlmSettingsError
+            from notebook_bcc.planners.llm.settings import api_key
+
+            if not spec.base_url:
+                raise BadRequestError(
+                    "planner.base_url: required for an llm planner (the API root with its "
+                    "version, e.g. http://127.0.0.1:11434/v1)",
+                    details={"field": "planner.base_url"},
+                )
+            options: dict[str, Any] = {"base_url": spec.base_url, "model": spec.model}
+            for key in ("api_key_env", "temperature", "stream", "max_tokens", "max_parse_retries"):
+                if getattr(spec, key) is not None:
+                    options[key] = getattr(spec, key)
+            try:
+                llm_settings = LlmSettings(**options)
+                api_key(llm_settings)  # a named variable missing on the server: 400 now
+            except LlmSettingsError as exc:
+                raise BadRequestError(f"planner: {exc.message}", details={"kind": "llm"}) from None
+            return LlmPlanner(llm_settings), []
         if not isinstance(spec, BlueprintPlannerSpec):
             raise PlannerUnavailableError(
                 f"planner kind {spec.kind!r} is not available in this installation "
