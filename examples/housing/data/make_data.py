@@ -15,7 +15,13 @@ from pathlib import Path
 
 SEED = 20_261_122
 ROWS = 1_500
-NEIGHBORHOODS = {"Riverside": 1.35, "Old Town": 1.15, "Midtown": 1.0, "Eastgate": 0.85, "Airport": 0.7}
+NEIGHBORHOODS = {
+    "Riverside": 1.35,
+    "Old Town": 1.15,
+    "Midtown": 1.0,
+    "Eastgate": 0.85,
+    "Airport": 0.7,
+}
 CONDITIONS = ["poor", "fair", "good", "excellent"]
 
 
