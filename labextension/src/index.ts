@@ -1,46 +1,170 @@
 /**
- * notebook-bcc JupyterLab extension: the "Workflow" side panel.
+ * notebook-bcc JupyterLab extension: the Workflow side panel and its commands.
  *
- * For now the panel only says that there is no workflow; later it shows the
- * running workflow's state machine, its stages and the pending decisions.
+ * The panel follows the active notebook and shows its workflow live (REST + websocket of the
+ * server extension); commands in the palette steer it. Mermaid comes from JupyterLab's own
+ * optional IMermaidManager (text when absent), never bundled.
  */
 import {
+  ILabShell,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { Widget } from '@lumino/widgets';
+import { Dialog, ICommandPalette, showDialog } from '@jupyterlab/apputils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { FileDialog } from '@jupyterlab/filebrowser';
+import { IMermaidManager } from '@jupyterlab/mermaid';
+import { INotebookTracker } from '@jupyterlab/notebook';
 
-/** DOM id of the panel; tests and the shell find the panel by it. */
-export const WORKFLOW_PANEL_ID = 'notebook-bcc-workflow-panel';
+import { BccApi } from './api';
+import { WorkflowPanel } from './panel';
+import { NotebookSync } from './sync';
+import type { ControlId } from './view';
 
-/**
- * The Workflow side panel (empty placeholder).
- *
- * A plain Lumino widget so that it stays cheap to create at start-up.
- */
-export class WorkflowPanel extends Widget {
-  constructor() {
-    super();
-    this.id = WORKFLOW_PANEL_ID;
-    this.addClass('jp-NotebookBcc-WorkflowPanel');
-    this.title.label = 'Workflow';
-    this.title.caption = 'notebook-bcc workflow';
+export { WORKFLOW_PANEL_ID, WorkflowPanel } from './panel';
 
-    const empty = document.createElement('p');
-    empty.className = 'jp-NotebookBcc-empty';
-    empty.textContent = 'No workflow yet';
-    this.node.appendChild(empty);
-  }
+/** Command ids (also in the palette under "Workflow"). */
+export namespace CommandIDs {
+  export const open = 'notebook-bcc:open';
+  export const start = 'notebook-bcc:start';
+  export const approve = 'notebook-bcc:approve';
+  export const reject = 'notebook-bcc:reject';
+  export const run = 'notebook-bcc:run';
+  export const pause = 'notebook-bcc:pause';
+  export const cancel = 'notebook-bcc:cancel';
+  export const reset = 'notebook-bcc:reset';
+  export const restart = 'notebook-bcc:restart';
+  export const retry = 'notebook-bcc:retry';
 }
 
-/** Registers the Workflow panel in the right side area when JupyterLab starts. */
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'notebook-bcc:workflow-panel',
   description: 'The notebook-bcc Workflow side panel.',
   autoStart: true,
-  activate: (app: JupyterFrontEnd): void => {
-    const panel = new WorkflowPanel();
+  requires: [INotebookTracker, IDocumentManager],
+  optional: [ICommandPalette, IMermaidManager, ILabShell],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    docManager: IDocumentManager,
+    palette: ICommandPalette | null,
+    mermaid: IMermaidManager | null,
+    labShell: ILabShell | null
+  ): void => {
+    const api = new BccApi(app.serviceManager.serverSettings);
+    const panel = new WorkflowPanel({
+      api,
+      mermaid,
+      confirm: async (title, body, accept) => {
+        const result = await showDialog({
+          title,
+          body,
+          buttons: [
+            Dialog.cancelButton({ label: 'Keep going' }),
+            Dialog.warnButton({ label: accept })
+          ]
+        });
+        return result.button.accept;
+      },
+      browse: async title => {
+        const result = await FileDialog.getOpenFiles({ manager: docManager, title });
+        const chosen = result.value?.[0];
+        return result.button.accept && chosen ? chosen.path : null;
+      },
+      beforeStart: async path => {
+        const widget = docManager.findWidget(path);
+        if (widget && widget.context.model.dirty) {
+          await widget.context.save();
+        }
+      }
+    });
     app.shell.add(panel, 'right', { rank: 1000 });
+    const sync = new NotebookSync(panel, docManager);
+    panel.disposed.connect(() => sync.dispose());
+
+    const follow = (): void => {
+      const current = tracker.currentWidget;
+      void panel.setNotebook(current ? current.context.path : null);
+    };
+    tracker.currentChanged.connect(follow);
+    tracker.widgetAdded.connect((_, widget) => {
+      widget.context.pathChanged.connect(follow);
+    });
+    void app.restored.then(follow);
+    if (labShell) {
+      // a notebook renamed or closed while the panel shows it
+      labShell.currentChanged.connect(() => {
+        if (!tracker.currentWidget && tracker.size === 0) {
+          void panel.setNotebook(null);
+        }
+      });
+    }
+
+    const hasSnapshot = (): boolean => panel.snapshot !== null;
+    const pendingLabel = (verb: string): string => {
+      const first = panel.snapshot?.run.pending[0];
+      return first ? `${verb} Workflow Decision: ${first.message}` : `${verb} Workflow Decision`;
+    };
+    const showPanel = (): void => {
+      app.shell.activateById(panel.id);
+    };
+
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Show Workflow Panel',
+      execute: showPanel
+    });
+    app.commands.addCommand(CommandIDs.start, {
+      label: 'Start a Workflow on This Notebook…',
+      isEnabled: () => panel.path !== null,
+      execute: () => {
+        showPanel();
+        panel.openStartForm();
+      }
+    });
+    app.commands.addCommand(CommandIDs.approve, {
+      label: () => pendingLabel('Approve'),
+      isEnabled: () => (panel.snapshot?.run.pending.length ?? 0) > 0,
+      execute: () => panel.decide('approve')
+    });
+    app.commands.addCommand(CommandIDs.reject, {
+      label: () => pendingLabel('Reject'),
+      isEnabled: () => (panel.snapshot?.run.pending.length ?? 0) > 0,
+      execute: () => panel.decide('reject')
+    });
+    const control = (id: ControlId, label: string): void => {
+      app.commands.addCommand(`notebook-bcc:${id}`, {
+        label,
+        isEnabled: hasSnapshot,
+        execute: () => {
+          showPanel();
+          return panel.control(id);
+        }
+      });
+    };
+    control('run', 'Run (Resume) Workflow');
+    control('pause', 'Pause Workflow');
+    control('cancel', 'Cancel Workflow…');
+    control('reset', 'Reset Workflow…');
+    control('restart', 'Restart Workflow From Error');
+    control('retry', 'Retry Failed Behavior');
+    panel.snapshotChanged.connect(() => app.commands.notifyCommandChanged());
+
+    if (palette) {
+      for (const command of [
+        CommandIDs.open,
+        CommandIDs.start,
+        CommandIDs.approve,
+        CommandIDs.reject,
+        CommandIDs.run,
+        CommandIDs.pause,
+        CommandIDs.cancel,
+        CommandIDs.reset,
+        CommandIDs.restart,
+        CommandIDs.retry
+      ]) {
+        palette.addItem({ command, category: 'Workflow' });
+      }
+    }
   }
 };
 

@@ -1,0 +1,88 @@
+/**
+ * A tiny element builder: the panel is plain DOM, text is always set as text (never HTML),
+ * so nothing a planner or a kernel wrote can inject markup.
+ */
+
+export type Child = Node | string | null | undefined | false;
+
+export interface Attrs {
+  [name: string]: string | number | boolean | null | undefined | ((event: Event) => void);
+}
+
+/** ``h('div', {class: 'x', 'data-testid': 'bcc-tree'}, child, ...)``. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) {
+      continue;
+    }
+    if (typeof value === 'function') {
+      element.addEventListener(name.replace(/^on/, ''), value);
+    } else if (name === 'class') {
+      element.className = String(value);
+    } else if (value === true) {
+      element.setAttribute(name, '');
+    } else {
+      element.setAttribute(name, String(value));
+    }
+  }
+  append(element, children);
+  return element;
+}
+
+/** Appends children, turning strings into text nodes. */
+export function append(parent: Node, children: Child[]): void {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) {
+      continue;
+    }
+    parent.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
+  }
+}
+
+/** Replaces all children of ``parent``. */
+export function replaceChildren(parent: Element, ...children: Child[]): void {
+  while (parent.firstChild) {
+    parent.removeChild(parent.firstChild);
+  }
+  append(parent, children);
+}
+
+/** A collapsible section whose open state survives re-renders (keyed in ``openState``). */
+export function section(
+  key: string,
+  title: string,
+  openState: Map<string, boolean>,
+  defaultOpen: boolean,
+  testid: string,
+  ...body: Child[]
+): HTMLDetailsElement {
+  const open = openState.get(key) ?? defaultOpen;
+  const details = h(
+    'details',
+    { class: 'jp-NotebookBcc-section', 'data-key': key, 'data-testid': testid, open },
+    h('summary', { class: 'jp-NotebookBcc-sectionTitle' }, title),
+    ...body
+  );
+  details.addEventListener('toggle', () => openState.set(key, details.open));
+  return details;
+}
+
+/** A two-column table of label / value rows. */
+export function keyValueTable(rows: Array<[string, string]>, testid?: string): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'jp-NotebookBcc-kv', 'data-testid': testid },
+    h(
+      'tbody',
+      {},
+      ...rows.map(([label, value]) =>
+        h('tr', {}, h('th', { scope: 'row' }, label), h('td', {}, value))
+      )
+    )
+  );
+}

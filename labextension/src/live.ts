@@ -1,0 +1,217 @@
+/**
+ * Follows one workflow live: the websocket stream first, polling when it cannot connect.
+ *
+ * On every (re)connect the server sends the whole snapshot (``hello``), so nothing done while
+ * the panel was closed or disconnected is missed; events after it update the timeline and
+ * trigger a snapshot refresh. When the socket keeps failing, the snapshot is polled while the
+ * socket is retried with exponential backoff.
+ */
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { BccApi } from './api';
+import type { StreamSnapshot, WorkflowEvent, WorkflowSnapshot } from './types';
+import { backoffDelay } from './view';
+
+export type ConnectionMode = 'live' | 'polling' | 'offline';
+
+/** How many failed socket attempts before polling starts. */
+const POLL_AFTER_FAILURES = 2;
+const POLL_INTERVAL_MS = 2000;
+
+export class WorkflowFeed {
+  private socket: WebSocket | null = null;
+  private attempt = 0;
+  private retryTimer: number | null = null;
+  private pollTimer: number | null = null;
+  private refreshTimer: number | null = null;
+  private disposed = false;
+  private polling = false;
+  private _mode: ConnectionMode = 'offline';
+  private _snapshot: Signal<this, WorkflowSnapshot> = new Signal(this);
+  private _events: Signal<this, WorkflowEvent[]> = new Signal(this);
+  private _modeChanged: Signal<this, ConnectionMode> = new Signal(this);
+
+  constructor(
+    private readonly api: BccApi,
+    readonly workflowId: string
+  ) {}
+
+  /** A fresh snapshot (stream hello/resync, a refresh after events, a poll). */
+  get snapshot(): ISignal<this, WorkflowSnapshot> {
+    return this._snapshot;
+  }
+
+  /** D4 events as they arrive on the stream. */
+  get events(): ISignal<this, WorkflowEvent[]> {
+    return this._events;
+  }
+
+  get modeChanged(): ISignal<this, ConnectionMode> {
+    return this._modeChanged;
+  }
+
+  get mode(): ConnectionMode {
+    return this._mode;
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  /** Fetch the snapshot now, then open the stream. */
+  start(): void {
+    void this.refresh();
+    this.connect();
+  }
+
+  /** Fetch the snapshot over REST and publish it. */
+  async refresh(): Promise<void> {
+    try {
+      const snapshot = await this.api.workflow(this.workflowId);
+      if (!this.disposed) {
+        if (this.polling) {
+          this.setMode('polling');
+        }
+        this._snapshot.emit(snapshot);
+      }
+    } catch {
+      if (!this.disposed && this.polling) {
+        this.setMode('offline');
+      }
+    }
+  }
+
+  dispose(): void {
+    if (this.disposed) {
+      return;
+    }
+    this.disposed = true;
+    this.clearTimers();
+    if (this.socket) {
+      this.socket.onclose = null;
+      this.socket.close();
+      this.socket = null;
+    }
+    Signal.clearData(this);
+  }
+
+  private setMode(mode: ConnectionMode): void {
+    if (mode !== this._mode) {
+      this._mode = mode;
+      this._modeChanged.emit(mode);
+    }
+  }
+
+  private clearTimers(): void {
+    for (const timer of [this.retryTimer, this.pollTimer, this.refreshTimer]) {
+      if (timer !== null) {
+        window.clearTimeout(timer);
+      }
+    }
+    this.retryTimer = this.pollTimer = this.refreshTimer = null;
+  }
+
+  private connect(): void {
+    if (this.disposed) {
+      return;
+    }
+    let socket: WebSocket;
+    try {
+      socket = new WebSocket(this.api.streamUrl(this.workflowId));
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.socket = socket;
+    let opened = false;
+    socket.onopen = () => {
+      opened = true;
+      this.attempt = 0;
+      this.stopPolling();
+      this.setMode('live');
+    };
+    socket.onmessage = message => this.receive(message.data);
+    socket.onclose = () => {
+      this.socket = null;
+      if (this.disposed) {
+        return;
+      }
+      if (!opened) {
+        this.attempt += 1;
+      }
+      this.scheduleReconnect();
+    };
+  }
+
+  private receive(data: unknown): void {
+    if (typeof data !== 'string') {
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (!message || typeof message !== 'object') {
+      return;
+    }
+    if ((message as StreamSnapshot).type === 'snapshot') {
+      this._snapshot.emit((message as StreamSnapshot).snapshot);
+      return;
+    }
+    this._events.emit([message as WorkflowEvent]);
+    this.scheduleRefresh();
+  }
+
+  /** Coalesce the snapshot refreshes a burst of events asks for. */
+  private scheduleRefresh(): void {
+    if (this.refreshTimer !== null) {
+      return;
+    }
+    this.refreshTimer = window.setTimeout(() => {
+      this.refreshTimer = null;
+      void this.refresh();
+    }, 150);
+  }
+
+  private scheduleReconnect(): void {
+    if (this.disposed || this.retryTimer !== null) {
+      return;
+    }
+    if (this.attempt >= POLL_AFTER_FAILURES) {
+      this.startPolling();
+    } else {
+      this.setMode('offline');
+    }
+    const delay = backoffDelay(this.attempt, Math.random());
+    this.retryTimer = window.setTimeout(() => {
+      this.retryTimer = null;
+      this.connect();
+    }, delay);
+  }
+
+  private startPolling(): void {
+    if (this.polling) {
+      return;
+    }
+    this.polling = true;
+    this.setMode('polling');
+    const tick = async (): Promise<void> => {
+      this.pollTimer = null;
+      await this.refresh();
+      if (!this.disposed && this.polling) {
+        this.pollTimer = window.setTimeout(() => void tick(), POLL_INTERVAL_MS);
+      }
+    };
+    this.pollTimer = window.setTimeout(() => void tick(), 0);
+  }
+
+  private stopPolling(): void {
+    this.polling = false;
+    if (this.pollTimer !== null) {
+      window.clearTimeout(this.pollTimer);
+      this.pollTimer = null;
+    }
+  }
+}

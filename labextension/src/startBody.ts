@@ -1,0 +1,103 @@
+/**
+ * The start form's fields -> the ``POST /workflows`` body, or the first thing that is wrong.
+ *
+ * Pure, so the checks are unit-tested; the server validates again (it is the authority), this
+ * only saves a round trip for the obvious mistakes and keeps the message next to the field.
+ */
+import type { CreateWorkflowBody } from './api';
+import type { PlannerKindInfo } from './types';
+
+export interface StartFields {
+  kind: PlannerKindInfo['kind'];
+  /** The kind's own fields: blueprint, transcript, url, base_url, model. */
+  values: Record<string, string>;
+  problem: string;
+  /** Comma- or newline-separated paths relative to the server root. */
+  files: string;
+  autoConfirm: boolean;
+  confirmIrreversible: boolean;
+}
+
+/** Split the files field: commas or newlines, trimmed, empty entries dropped, no duplicates. */
+export function splitPaths(text: string): string[] {
+  const seen = new Set<string>();
+  for (const part of text.split(/[,\n]/)) {
+    const path = part.trim().replace(/^\/+/, '');
+    if (path) {
+      seen.add(path);
+    }
+  }
+  return [...seen];
+}
+
+function required(values: Record<string, string>, name: string, label: string): string | { error: string } {
+  const value = (values[name] ?? '').trim();
+  return value ? value : { error: `${label} is required.` };
+}
+
+export function buildStartBody(
+  notebookPath: string,
+  fields: StartFields
+): { body: CreateWorkflowBody } | { error: string } {
+  let planner: Record<string, unknown>;
+  switch (fields.kind) {
+    case 'blueprint': {
+      const path = required(fields.values, 'blueprint', 'Blueprint');
+      if (typeof path !== 'string') {
+        return path;
+      }
+      if (!/\.ya?ml$/i.test(path)) {
+        return { error: `Blueprint: ${path} is not a .yaml file.` };
+      }
+      planner = { kind: 'blueprint', path: path.replace(/^\/+/, '') };
+      break;
+    }
+    case 'replay': {
+      const path = required(fields.values, 'transcript', 'Recording folder');
+      if (typeof path !== 'string') {
+        return path;
+      }
+      planner = { kind: 'replay', path: path.replace(/^\/+/, '') };
+      break;
+    }
+    case 'http': {
+      const url = required(fields.values, 'url', 'Server URL');
+      if (typeof url !== 'string') {
+        return url;
+      }
+      if (!/^https?:\/\//.test(url)) {
+        return { error: 'Server URL must start with http:// or https://.' };
+      }
+      planner = { kind: 'http', url };
+      break;
+    }
+    case 'llm': {
+      const model = required(fields.values, 'model', 'Model');
+      if (typeof model !== 'string') {
+        return model;
+      }
+      const baseUrl = (fields.values['base_url'] ?? '').trim();
+      if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
+        return { error: 'Base URL must start with http:// or https://.' };
+      }
+      planner = baseUrl ? { kind: 'llm', model, base_url: baseUrl } : { kind: 'llm', model };
+      break;
+    }
+    default:
+      return { error: `Unknown planner kind ${String(fields.kind)}.` };
+  }
+  const body: CreateWorkflowBody = {
+    notebook_path: notebookPath,
+    planner,
+    files: splitPaths(fields.files),
+    options: {
+      auto_confirm: fields.autoConfirm,
+      confirm_irreversible: fields.confirmIrreversible
+    }
+  };
+  const problem = fields.problem.trim();
+  if (problem) {
+    body.problem = problem;
+  }
+  return { body };
+}

@@ -1,0 +1,379 @@
+"""Issue 11 in a real browser: the Workflow panel starts a workflow, answers its decisions,
+keeps the open notebook in step with the cells the workflow writes, reports a stale click as a
+conflict, and cancels and resets -- in the light and the dark theme.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.browser.conftest import (
+    PROGRESS_MS,
+    UI_MS,
+    Lab,
+    Pages,
+    assert_panel_layout,
+    expect,
+    notebook_cells,
+    notebook_tab,
+    open_lab,
+    open_panel,
+    scroll_panel_top,
+    shots,
+    tid,
+    wait_cells,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page, WebSocketRoute
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(360)]
+
+HOUSING_PROBLEM = "Predict house prices; the held-out RMSE must be below 18,000 and R² above 0.9."
+DIRTY = re.compile(r"\bjp-mod-dirty\b")
+
+
+class StreamGate:
+    """Sits on a page's workflow websockets: while frozen, server messages are held back, so
+    the page keeps showing what it showed (a slow network, made deterministic)."""
+
+    def __init__(self, page: Page) -> None:
+        self.frozen = False
+        self.held: list[tuple[WebSocketRoute, str | bytes]] = []
+        page.route_web_socket(re.compile(r"/notebook-bcc/api/workflows/[^/?]+/stream"), self._route)
+
+    def _route(self, socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def from_server(message: str | bytes) -> None:
+            if self.frozen:
+                self.held.append((socket, message))
+            else:
+                socket.send(message)
+
+        server.on_message(from_server)
+        socket.on_message(server.send)
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    def release(self) -> None:
+        self.frozen = False
+        held, self.held = self.held, []
+        for socket, message in held:
+            socket.send(message)
+
+
+def decision_in(panel: Locator, decision_id: str) -> Locator:
+    return panel.locator(f'[data-testid="bcc-decision"][data-decision-id="{decision_id}"]')
+
+
+def assert_notebook_in_step(page: Page, name: str) -> None:
+    """The workflow's cells reached the open notebook without asking for a reload."""
+    expect(tid(page, "bcc-reload-notice")).to_have_count(0)
+    expect(notebook_tab(page, name)).not_to_have_class(DIRTY)
+
+
+def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> None:
+    notebook = "actions/fresh.ipynb"
+    lab.create_notebook(notebook)
+    page = pages.new()
+    gate = StreamGate(page)
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+    assert_notebook_in_step(page, "fresh.ipynb")
+
+    # the start form
+    tid(panel, "bcc-start").click()
+    form = tid(panel, "bcc-start-form")
+    expect(form).to_be_visible()
+    kind = tid(form, "bcc-start-kind")
+    expect(kind.locator('option[value="blueprint"]')).to_be_enabled()
+    for option in kind.locator("option").all():
+        if option.is_disabled():
+            assert option.get_attribute("title"), "an unavailable planner says why"
+    kind.select_option("blueprint")
+    tid(form, "bcc-start-blueprint").fill("housing/workflow.yaml")
+    tid(form, "bcc-start-problem").fill(HOUSING_PROBLEM)
+    tid(form, "bcc-start-files").fill("housing/data/housing.csv")
+    assert_panel_layout(page)
+    shots(page, "11-1-start-form")
+    tid(form, "bcc-start-submit").click()
+
+    badge = tid(panel, "bcc-badge")
+    expect(badge).to_have_attribute("data-status", re.compile("^(running|waiting)$"), timeout=UI_MS)
+    expect(form).to_have_count(0)
+    expect(tid(panel, "bcc-connection")).to_have_attribute("data-mode", "live", timeout=UI_MS)
+    (started,) = lab.workflows(notebook)
+    workflow_id = started["workflow_id"]
+
+    # the workflow's cells appear in the open notebook, which stays clean
+    cells = notebook_cells(page)
+    wait_cells(page, at_least=3)
+    early = cells.count()
+    assert_notebook_in_step(page, "fresh.ipynb")
+    shots(page, "11-2-running")
+
+    # a second browser (its own context) follows the same notebook
+    other = pages.new()
+    open_lab(other, lab, notebook, workspace="second")
+    other_panel = open_panel(other)
+    expect(tid(other_panel, "bcc-badge")).to_be_visible(timeout=UI_MS)
+
+    answered: list[str] = []
+    conflict_seen = False
+    while True:
+        snapshot = lab.next_decision_or_end(workflow_id)
+        if snapshot["run"]["status"] != "waiting":
+            break
+        decision = snapshot["run"]["pending"][0]
+        shown = decision_in(panel, decision["id"])
+        expect(shown).to_be_visible(timeout=UI_MS)
+        expect(shown).to_have_attribute("data-kind", decision["kind"])
+        expect(badge).to_have_attribute("data-status", "waiting")
+        assert_notebook_in_step(page, "fresh.ipynb")
+        if len(answered) == 1:
+            # the second page answers first; this page, held back, still offers the decision
+            gate.freeze()
+            theirs = decision_in(other_panel, decision["id"])
+            expect(theirs).to_be_visible(timeout=UI_MS)
+            tid(theirs, "bcc-approve").click()
+            lab.wait_snapshot(
+                workflow_id,
+                lambda s, d=decision: all(p["id"] != d["id"] for p in s["run"]["pending"]),
+                "the second page's approval",
+            )
+            expect(theirs).to_have_count(0, timeout=UI_MS)
+            expect(shown).to_be_visible()
+            tid(shown, "bcc-approve").click()
+            notice = panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')
+            expect(notice).to_be_visible(timeout=UI_MS)
+            expect(shown).to_have_count(0, timeout=UI_MS)
+            assert_panel_layout(page)
+            shots(page, "11-4-conflict")
+            gate.release()
+            conflict_seen = True
+        else:
+            name = "11-3-decision-" + decision["kind"].replace("_", "-") + f"-{len(answered)}"
+            assert_panel_layout(page)
+            shots(page, name)
+            tid(shown, "bcc-approve").click()
+            expect(shown).to_have_count(0, timeout=UI_MS)
+        answered.append(decision["kind"])
+
+    assert snapshot["run"]["status"] == "completed", snapshot["run"]
+    assert conflict_seen, answered
+    assert answered[0] == "stage_confirmation", answered
+    assert answered[-1] == "irreversible_confirmation", answered
+    expect(badge).to_have_attribute("data-status", "completed", timeout=UI_MS)
+    expect(tid(other_panel, "bcc-badge")).to_have_attribute("data-status", "completed")
+
+    # every cell the workflow wrote is in the open notebook, with no reload prompt
+    on_disk = len(lab.notebook_cells(notebook))
+    expect(cells).to_have_count(on_disk, timeout=UI_MS)
+    assert on_disk > early, (early, on_disk)
+    assert_notebook_in_step(page, "fresh.ipynb")
+    assert_panel_layout(page)
+    scroll_panel_top(page)
+    shots(page, "11-5-completed")
+
+
+def test_cancel_and_reset_from_the_panel(lab: Lab, pages: Pages) -> None:
+    notebook = "actions/cancel.ipynb"
+    first = lab.start_workflow(
+        notebook, "housing/workflow.yaml", problem=HOUSING_PROBLEM, auto_confirm=False
+    )
+    workflow_id = first["workflow_id"]
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    badge = tid(panel, "bcc-badge")
+    expect(badge).to_have_attribute("data-status", re.compile("^(running|waiting)$"), timeout=UI_MS)
+    # cancel at a point where the workflow holds still (its first decision): a click while it
+    # runs races its own commits (see the report: a stale version answers 409)
+    waiting = lab.next_decision_or_end(workflow_id)
+    assert waiting["run"]["status"] == "waiting", waiting["run"]
+    expect(badge).to_have_attribute("data-status", "waiting", timeout=UI_MS)
+    expect(tid(panel, "bcc-decision")).to_have_count(1)
+
+    cancel = tid(panel, "bcc-cancel")
+    expect(cancel).to_be_enabled()
+    cancel.click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_be_visible()
+    shots(page, "11-6-cancel-dialog")
+    dialog.locator(".jp-mod-accept").click()
+    expect(dialog).to_have_count(0)
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=PROGRESS_MS)
+    expect(badge).to_have_attribute("data-state", "cancelled")
+    expect(tid(panel, "bcc-cancel")).to_be_disabled()
+    expect(tid(panel, "bcc-decisions")).to_have_count(0)
+    assert lab.snapshot(workflow_id)["run"]["status"] == "cancelled"
+    assert_panel_layout(page)
+    shots(page, "11-7-cancelled")
+
+    reset = tid(panel, "bcc-reset")
+    expect(reset).to_be_enabled()
+    reset.click()
+    expect(dialog).to_be_visible()
+    dialog.locator(".jp-mod-accept").click()
+    expect(dialog).to_have_count(0)
+    # RESET leaves `cancelled` for idle and the run plans again from the start
+    expect(badge).to_have_attribute("data-status", re.compile("^(running|waiting)$"), timeout=UI_MS)
+    expect(badge).not_to_have_attribute("data-state", "cancelled")
+    after = lab.snapshot(workflow_id)
+    assert after["run"]["status"] in ("running", "waiting"), after["run"]
+    assert after["run_id"] != first["run_id"]
+    assert_panel_layout(page)
+    shots(page, "11-8-reset")
+
+    # stop the new run so the module's server is quiet for whoever comes next
+    code, answer = lab.command(workflow_id, event="CANCEL", expected_version=after["version"])
+    if code == 409:
+        code, answer = lab.command(
+            workflow_id, event="CANCEL", expected_version=answer["details"]["snapshot"]["version"]
+        )
+    assert code == 200, answer
+
+
+def test_start_form_from_the_palette_refuses_a_bad_blueprint(lab: Lab, pages: Pages) -> None:
+    notebook = "actions/palette.ipynb"
+    lab.create_notebook(notebook)
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    # View > Activate Command Palette, then the command by its label
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^View$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text="Activate Command Palette").click()
+    search = page.locator(".jp-ModalCommandPalette input")
+    expect(search).to_be_visible()
+    search.fill("Start a Workflow")
+    item = page.locator(
+        ".jp-ModalCommandPalette .lm-CommandPalette-item", has_text="Start a Workflow"
+    )
+    expect(item.first).to_be_visible()
+    item.first.click()
+    panel = open_panel(page)
+    form = tid(panel, "bcc-start-form")
+    expect(form).to_be_visible()
+
+    tid(form, "bcc-start-kind").select_option("blueprint")
+    tid(form, "bcc-start-blueprint").fill("housing/missing.yaml")
+    tid(form, "bcc-start-problem").fill("kept after a refusal")
+    tid(form, "bcc-start-submit").click()
+    error = tid(form, "bcc-start-error")
+    expect(error).to_be_visible(timeout=UI_MS)
+    expect(error).to_contain_text("missing.yaml")
+    expect(tid(form, "bcc-start-problem")).to_have_value("kept after a refusal")
+    expect(tid(panel, "bcc-badge")).to_have_count(0)
+    assert lab.workflows(notebook) == []
+    assert_panel_layout(page)
+    shots(page, "11-0-start-refused")
+
+    tid(form, "bcc-start-cancel").click()
+    expect(form).to_have_count(0)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+
+
+def test_unsaved_edits_get_a_reload_notice_instead_of_a_revert(lab: Lab, pages: Pages) -> None:
+    notebook = "actions/edited.ipynb"
+    blueprint = lab.copy_fixture_blueprint("confirm.yaml")
+    first = lab.start_workflow(notebook, blueprint, auto_confirm=False)
+    waiting = lab.next_decision_or_end(first["workflow_id"])
+    assert waiting["run"]["status"] == "waiting", waiting["run"]
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-decision")).to_have_count(1, timeout=UI_MS)
+    written = len(lab.notebook_cells(notebook))
+    expect(notebook_cells(page)).to_have_count(written)
+
+    # the user types into the notebook and does not save
+    editor = notebook_cells(page).last.locator(".cm-content")
+    editor.click()
+    page.keyboard.type("  # an unsaved edit")
+    tab = notebook_tab(page, "edited.ipynb")
+    expect(tab).to_have_class(DIRTY)
+
+    # the workflow goes on and writes another cell: the panel offers a reload, edits stay
+    lab.approve(waiting)
+    lab.wait_snapshot(first["workflow_id"], lambda s: s["run"]["status"] == "completed", "the end")
+    notice = tid(panel, "bcc-reload-notice")
+    expect(notice).to_be_visible(timeout=UI_MS)
+    expect(tab).to_have_class(DIRTY)
+    expect(notebook_cells(page).last.locator(".cm-content")).to_contain_text("an unsaved edit")
+    assert_panel_layout(page)
+    shots(page, "11-9-reload-notice")
+
+    tid(notice, "bcc-reload").click()
+    expect(notice).to_have_count(0, timeout=UI_MS)
+    expect(tab).not_to_have_class(DIRTY)
+    expect(notebook_cells(page)).to_have_count(len(lab.notebook_cells(notebook)))
+    assert len(lab.notebook_cells(notebook)) > written
+
+
+SLOW_BLUEPRINT = """\
+kind: StateMachine
+name: slow_for_cancel
+states:
+  warm_up:
+    steps:
+      - id: warm
+        behaviors:
+          - id: quick
+            actions:
+              - code: "import time; progress = 1"
+  long_haul:
+    steps:
+      - id: long
+        behaviors:
+          - id: sleeper
+            actions:
+              - code: "time.sleep(4); progress = 2"
+              - code: "time.sleep(12); progress = 3"
+"""
+
+
+def running_code(fragment: str) -> Callable[[dict[str, Any]], bool]:
+    """A snapshot condition: a cell whose code contains ``fragment`` is executing."""
+
+    def holds(snapshot: dict[str, Any]) -> bool:
+        return any(
+            contract["status"].lower() == "running"
+            and fragment in str(contract["action_detail"].get("code", ""))
+            for contract in snapshot["open_contracts"]
+        )
+
+    return holds
+
+
+def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: Pages) -> None:
+    """The workflow moves on while the confirm dialog is open; Cancel still cancels it."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
+    notebook = "actions/running.ipynb"
+    lab.create_notebook(notebook)
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+    first = lab.start_workflow(notebook, "blueprints/slow_for_cancel.yaml", auto_confirm=False)
+    workflow_id = first["workflow_id"]
+    badge = tid(panel, "bcc-badge")
+    lab.wait_snapshot(workflow_id, running_code("sleep(4)"), "the 4 s cell running")
+    expect(badge).to_have_attribute("data-status", "running")
+
+    tid(panel, "bcc-cancel").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_be_visible()
+    # while the user reads the dialog, the 4 s cell ends and the 12 s one starts (the panel
+    # shows newer snapshots meanwhile); nothing else is committed while that one runs
+    lab.wait_snapshot(workflow_id, running_code("sleep(12)"), "the 12 s cell running")
+    dialog.locator(".jp-mod-accept").click()
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    expect(panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')).to_have_count(0)
+    assert lab.snapshot(workflow_id)["run"]["status"] == "cancelled"
