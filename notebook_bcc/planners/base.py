@@ -51,13 +51,24 @@ class PlannerRequest:
 
 
 @dataclass(frozen=True)
+class RejectedReply:
+    """A reply the planner received and could not use before the one it answered with (an LLM
+    answer that did not parse, sent back with its error): kept so a recording shows it."""
+
+    body: str
+    error: str
+
+
+@dataclass(frozen=True)
 class PlannerReply:
-    """A planner's answer: the parsed payload, the body as sent and what it cost."""
+    """A planner's answer: the parsed payload, the body as sent and what it cost; ``rejected``
+    lists the unusable replies that came before it, oldest first."""
 
     payload: Payload
     body: str
     content_type: str
     usage: UsageTotals | None = None
+    rejected: tuple[RejectedReply, ...] = ()
 
 
 @dataclass(frozen=True)

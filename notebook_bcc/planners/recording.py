@@ -20,7 +20,13 @@ from typing import Any, Literal
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.models.base import utc_now_iso
 from notebook_bcc.models.snapshot import PlanItem, WorkflowSnapshot
-from notebook_bcc.planners.base import Planner, PlannerReply, PlannerRequest, StageRoute
+from notebook_bcc.planners.base import (
+    Planner,
+    PlannerReply,
+    PlannerRequest,
+    RejectedReply,
+    StageRoute,
+)
 from notebook_bcc.planners.transcript import (
     INPUTS,
     TRANSCRIPT,
@@ -38,6 +44,12 @@ from notebook_bcc.planners.transcript import (
 
 ERROR_DETAIL_CHARS = 20_000
 """Longest string kept in an error line's details (bodies of refused responses)."""
+
+
+REPLY_REJECTED = "reply_rejected"
+"""Error-line code of a reply the planner could not use and sent back (the LLM planner's
+parse-feedback retries): the body is in ``details``, the answer that followed is the next
+exchange."""
 
 
 def _bounded(value: Any) -> Any:
@@ -144,7 +156,9 @@ class RecordingPlanner:
             **fields,
         )
 
-    def _error(self, request: PlannerRequest, exc: NotebookBccError) -> None:
+    def _error_line(
+        self, request: PlannerRequest, code: str, message: str, details: dict[str, Any]
+    ) -> None:
         state, location = where(request)
         append_line(
             self.directory,
@@ -153,11 +167,20 @@ class RecordingPlanner:
                 point=request.point,
                 fsm_state=state,
                 location=location,
-                code=exc.code,
-                message=exc.message,
-                details=_bounded(exc.details),
+                code=code,
+                message=message,
+                details=_bounded(details),
                 at=utc_now_iso(),
             ),
+        )
+
+    def _error(self, request: PlannerRequest, exc: NotebookBccError) -> None:
+        self._error_line(request, exc.code, exc.message, exc.details)
+
+    def _rejected(self, request: PlannerRequest, number: int, rejected: RejectedReply) -> None:
+        """An unusable reply that came before the answer (replay skips it, as any error line)."""
+        self._error_line(
+            request, REPLY_REJECTED, rejected.error, {"reply": number, "body": rejected.body}
         )
 
     async def _record(
@@ -174,6 +197,8 @@ class RecordingPlanner:
         if reply is None:
             line = self._exchange(request)
         else:
+            for number, rejected in enumerate(reply.rejected, start=1):
+                self._rejected(request, number, rejected)
             line = self._exchange(
                 request,
                 body=reply.body,

@@ -124,7 +124,16 @@ def test_the_transcript_is_self_contained() -> None:
     points = [ex.point for ex in transcript.exchanges]
     assert len(points) == 60
     assert points.count("route_stage") == 6
-    assert transcript.errors == []
+    # the one reply the planner sent back is in the record, where it came, with its body
+    (rejected,) = transcript.errors
+    assert rejected.code == "reply_rejected"
+    assert rejected.point == "plan_behavior"
+    assert rejected.location["step_id"] == "fit_and_compare"
+    assert "needs a non-empty id attribute" in rejected.message
+    assert rejected.details["body"] == (EXAMPLE / "llm" / MALFORMED).read_text()
+    answered = transcript.exchanges[rejected.after]
+    assert answered.point == "plan_behavior"
+    assert 'id="' in (answered.body or "")
 
 
 def test_the_transcript_holds_the_llm_quirks() -> None:

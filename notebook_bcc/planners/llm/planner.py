@@ -39,6 +39,7 @@ from notebook_bcc.models.snapshot import UsageTotals, WorkflowSnapshot
 from notebook_bcc.planners.base import (
     PlannerReply,
     PlannerRequest,
+    RejectedReply,
     StageRoute,
     next_remaining_stage,
 )
@@ -308,6 +309,7 @@ class LlmPlanner:
         waiting = self._waiting(agent.id)
         conversation = self.prompts.render(agent.id, prompt_values(request, agent.id, waiting))
         errors: list[str] = []
+        rejected: list[RejectedReply] = []
         results: list[ChatResult] = []
         last = ""
         for reply_number in range(1, self.config.max_parse_retries + 2):
@@ -319,6 +321,7 @@ class LlmPlanner:
             except (ProtocolError, ApplyError) as exc:
                 error = describe_error(exc)
                 errors.append(error)
+                rejected.append(RejectedReply(result.content, error))
                 self._record(agent, reply_number, result, error)
                 log.warning(
                     "%s: reply %d could not be used: %s", agent.id, reply_number, exc.message
@@ -340,7 +343,9 @@ class LlmPlanner:
             self._record(agent, reply_number, result, None)
             self._delivered(agent.id, waiting)
             self._collect(agent, request, payload)
-            return PlannerReply(payload, result.content, CONTENT_TYPE, _usage(results))
+            return PlannerReply(
+                payload, result.content, CONTENT_TYPE, _usage(results), tuple(rejected)
+            )
         replies = len(errors)
         raise LlmReplyError(
             f"{agent.id}: no usable <{agent.roots[0]}> reply after {replies} "
