@@ -34,6 +34,7 @@ from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.server.contents import Contents
 from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
+from notebook_bcc.server.replace_save import install_replace_on_save
 from notebook_bcc.server.service import ServiceSettings, WorkflowService
 
 
@@ -121,6 +122,14 @@ class NotebookBccApp(ExtensionApp):
         "fresh snapshot instead of the events it missed.",
     ).tag(config=True)
 
+    replace_on_save = Bool(
+        True,
+        help="Make the server's file contents manager save by writing a temporary file and "
+        "renaming it over the target, so a notebook being saved (a workflow saves after every "
+        "cell) is never read half written by JupyterLab or anyone else. Off: jupyter_server's "
+        "own in-place writing. Has no effect with use_atomic_writing off or non-file backends.",
+    ).tag(config=True)
+
     stop_timeout = Float(
         10.0,
         help="Seconds to wait for a running cell to finish when a workflow is deleted or the "
@@ -171,6 +180,8 @@ class NotebookBccApp(ExtensionApp):
         """Build the workflow service on the server's contents, session and kernel managers."""
         assert self.serverapp is not None
         server = self.serverapp
+        if self.replace_on_save and install_replace_on_save(server.contents_manager):
+            self.log.info("notebook_bcc: the contents manager saves by rename (replace_on_save)")
         self.service = WorkflowService(
             self.service_settings(),
             Contents(server.contents_manager),
