@@ -7,11 +7,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.notebook-bcc-installed
 INSTALL_INPUTS := pyproject.toml $(wildcard labextension/package.json labextension/yarn.lock labextension/tsconfig.json labextension/src/*.ts labextension/src/*.tsx labextension/style/*)
 
-.PHONY: install test lint typecheck pytest run bench bench-server clean help
+.PHONY: install test lint typecheck test-ts pytest run bench bench-server clean help
 
 help:
 	@echo "make run    - run the housing DSLC workflow headless into out/housing/"
-	@echo "make test   - ruff, mypy (strict) and pytest"
+	@echo "make test   - ruff, mypy (strict), the panel's TypeScript unit tests and pytest"
+	@echo "make test-ts - the panel's TypeScript unit tests only (node --test)"
 	@echo "make clean  - remove the venv and build outputs"
 
 $(BIN)/python:
@@ -31,10 +32,13 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+test-ts: install
+	cd labextension && PATH=$(abspath $(BIN)):$$PATH jlpm test
+
 pytest: install
 	$(BIN)/python -m pytest
 
-test: lint typecheck pytest
+test: lint typecheck test-ts pytest
 
 HOUSING_PROBLEM := Predict house prices from the submitted data; the held-out RMSE must be below 18,000 and R² above 0.9.
 
@@ -51,4 +55,4 @@ bench-server: install
 	$(BIN)/python -m benchmarks.server_bench
 
 clean:
-	rm -rf $(VENV) notebook_bcc/labextension labextension/lib labextension/node_modules out
+	rm -rf $(VENV) notebook_bcc/labextension labextension/lib labextension/build-test labextension/node_modules out

@@ -42,6 +42,7 @@ import {
   metricRows,
   progressSummary,
   usageRows,
+  dataVariables,
   variableRows,
   type ControlId
 } from './view';
@@ -72,6 +73,8 @@ export class WorkflowPanel extends Widget {
   private _snapshot: WorkflowSnapshot | null = null;
   private timeline: WorkflowEvent[] = [];
   private transitions: FsmTransition[] = [];
+  /** Step titles seen in this workflow's snapshots: a completed stage records ids only. */
+  private stepTitles = new Map<string, string>();
   private mode: ConnectionMode = 'offline';
   private readonly openState = new Map<string, boolean>();
   private diagramMachine: 'fsm' | 'stages' = 'fsm';
@@ -198,6 +201,7 @@ export class WorkflowPanel extends Widget {
     }
     this.stopFeed();
     this.timeline = [];
+    this.stepTitles = new Map();
     const feed = new WorkflowFeed(this.services.api, workflowId);
     this.feed = feed;
     feed.snapshot.connect((_, snap) => this.setSnapshot(snap));
@@ -253,6 +257,14 @@ export class WorkflowPanel extends Widget {
       return; // a late answer: never go back in time
     }
     this._snapshot = snapshot;
+    if (snapshot) {
+      const { steps } = snapshot.location.progress;
+      for (const step of [...steps.completed, ...(steps.current ? [steps.current] : []), ...steps.remaining]) {
+        if (step.title?.trim()) {
+          this.stepTitles.set(step.id, step.title.trim());
+        }
+      }
+    }
     if (snapshot && this.timeline.length === 0) {
       this.timeline = historyEvents(snapshot);
     }
@@ -336,8 +348,19 @@ export class WorkflowPanel extends Widget {
 
   // -- commands ------------------------------------------------------------------------
 
-  /** Send a D3 command based on the snapshot shown; 409 re-renders, 400 explains. */
-  async send(command: Command, what: string): Promise<boolean> {
+  /**
+   * Send a D3 command based on the snapshot shown; 409 re-renders, 400 explains.
+   *
+   * ``stillMeant`` is for commands whose meaning does not depend on what the user saw
+   * (pause, cancel of a workflow that keeps moving): given the fresh snapshot of a 409, it
+   * returns the command to send once more against it, or null when the command no longer
+   * applies.
+   */
+  async send(
+    command: Command,
+    what: string,
+    stillMeant?: (fresh: WorkflowSnapshot) => Command | null
+  ): Promise<boolean> {
     const snapshot = this._snapshot;
     if (!snapshot || this.busy) {
       return false;
@@ -345,7 +368,19 @@ export class WorkflowPanel extends Widget {
     this.busy = true;
     this.render();
     try {
-      const fresh = await this.services.api.command(snapshot.workflow_id, command);
+      let fresh: WorkflowSnapshot;
+      try {
+        fresh = await this.services.api.command(snapshot.workflow_id, command);
+      } catch (error) {
+        const again =
+          error instanceof ApiError && error.status === 409 && error.snapshot && stillMeant
+            ? stillMeant(error.snapshot)
+            : null;
+        if (!again) {
+          throw error;
+        }
+        fresh = await this.services.api.command(snapshot.workflow_id, again);
+      }
       this.setSnapshot(fresh);
       this.notify('info', `${what}: done.`);
       return true;
@@ -374,18 +409,31 @@ export class WorkflowPanel extends Widget {
     }
   }
 
-  /** A control button (run, pause, cancel, ...); destructive ones ask once. */
+  /**
+   * A control button (run, pause, cancel, ...); destructive ones ask once. The version sent
+   * is the one on screen when the user acted: after the dialog for the destructive ones,
+   * since the workflow may have moved while it was open.
+   */
   async control(id: ControlId): Promise<boolean> {
-    const snapshot = this._snapshot;
-    if (!snapshot) {
+    if (!this._snapshot) {
       return false;
     }
-    const version = snapshot.version;
+    const shown = (): number => this._snapshot?.version ?? 0;
+    // Pause and cancel mean the same whatever the workflow did meanwhile: if it moved on
+    // between the click and the server, send them once more while they still apply.
+    const whileOffered =
+      (make: (version: number) => Command) =>
+      (fresh: WorkflowSnapshot): Command | null =>
+        controlViews(fresh, this.transitions).some(c => c.id === id && c.enabled)
+          ? make(fresh.version)
+          : null;
     switch (id) {
       case 'run':
-        return this.send({ action: 'run', expected_version: version }, 'Run');
-      case 'pause':
-        return this.send({ action: 'pause', expected_version: version }, 'Pause');
+        return this.send({ action: 'run', expected_version: shown() }, 'Run');
+      case 'pause': {
+        const pause = (v: number): Command => ({ action: 'pause', expected_version: v });
+        return this.send(pause(shown()), 'Pause', whileOffered(pause));
+      }
       case 'cancel': {
         const ok = await this.services.confirm(
           'Cancel the workflow?',
@@ -393,7 +441,8 @@ export class WorkflowPanel extends Widget {
             'record stay; a reset makes it startable again.',
           'Cancel workflow'
         );
-        return ok && this.send({ event: 'CANCEL', expected_version: version }, 'Cancel');
+        const cancel = (v: number): Command => ({ event: 'CANCEL', expected_version: v });
+        return ok && this.send(cancel(shown()), 'Cancel', whileOffered(cancel));
       }
       case 'reset': {
         const ok = await this.services.confirm(
@@ -402,12 +451,12 @@ export class WorkflowPanel extends Widget {
             'in the notebook stay.',
           'Reset'
         );
-        return ok && this.send({ event: 'RESET', expected_version: version }, 'Reset');
+        return ok && this.send({ event: 'RESET', expected_version: shown() }, 'Reset');
       }
       case 'restart':
-        return this.send({ event: 'START_WORKFLOW', expected_version: version }, 'Restart');
+        return this.send({ event: 'START_WORKFLOW', expected_version: shown() }, 'Restart');
       case 'retry':
-        return this.send({ event: 'START_BEHAVIOR', expected_version: version }, 'Retry');
+        return this.send({ event: 'START_BEHAVIOR', expected_version: shown() }, 'Retry');
     }
   }
 
@@ -579,7 +628,9 @@ export class WorkflowPanel extends Widget {
             )
           : null
       ),
-      snapshot.run.reason
+      // A waiting run's reason is usually its decision's question, shown just below.
+      snapshot.run.reason &&
+        !snapshot.run.pending.some(p => p.message === snapshot.run.reason)
         ? h(
             'div',
             { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason' },
@@ -607,7 +658,9 @@ export class WorkflowPanel extends Widget {
       'div',
       { class: 'jp-NotebookBcc-empty', 'data-testid': 'bcc-empty' },
       h('p', {}, 'No workflow runs on this notebook yet.'),
-      h(
+      this.startForm
+        ? null
+        : h(
         'p',
         { class: 'jp-NotebookBcc-hint' },
         'Start one from a YAML blueprint or a planner: here, with the command ' +
@@ -615,7 +668,7 @@ export class WorkflowPanel extends Widget {
           '“notebook-bcc run BLUEPRINT --notebook ' +
           this.notebookPath +
           '”.'
-      ),
+          ),
       this.startForm
         ? null
         : h(
@@ -665,15 +718,18 @@ export class WorkflowPanel extends Widget {
         { class: 'jp-NotebookBcc-sectionHeading' },
         pending.length === 1 ? 'Waiting for your decision' : `${pending.length} decisions wait for you`
       ),
-      ...pending.map(decision => this.renderDecision(decision))
+      ...pending.map(decision => this.renderDecision(decision, snapshot))
     );
   }
 
-  private renderDecision(decision: PendingDecision): HTMLElement {
+  private renderDecision(decision: PendingDecision, snapshot: WorkflowSnapshot): HTMLElement {
     const [approveHint, rejectHint] = DECISION_HINTS[decision.kind];
     const diff = diffView(decision.details);
     const code = decisionCode(decision);
     const rows = detailRows(decision);
+    // A stage confirmation asks to review what the stage produced: its latest outputs.
+    const review =
+      decision.kind === 'stage_confirmation' ? effectViews(snapshot, 3).filter(e => e.text) : [];
     return h(
       'div',
       {
@@ -704,6 +760,20 @@ export class WorkflowPanel extends Widget {
           )
         : null,
       code ? h('pre', { class: 'jp-NotebookBcc-code' }, code) : null,
+      review.length
+        ? h(
+            'div',
+            { class: 'jp-NotebookBcc-review', 'data-testid': 'bcc-review' },
+            h('div', { class: 'jp-NotebookBcc-hint' }, 'Latest output of the stage'),
+            ...review.map(e =>
+              h(
+                'pre',
+                { class: `jp-NotebookBcc-effect${e.error ? ' jp-NotebookBcc-effectError' : ''}` },
+                e.text
+              )
+            )
+          )
+        : null,
       rows.length ? keyValueTable(rows) : null,
       h(
         'div',
@@ -769,7 +839,7 @@ export class WorkflowPanel extends Widget {
   }
 
   private renderTree(snapshot: WorkflowSnapshot): HTMLElement {
-    const tree = buildTree(snapshot);
+    const tree = buildTree(snapshot, this.stepTitles);
     const goals = snapshot.location.goals;
     return section(
       'plan',
@@ -840,7 +910,8 @@ export class WorkflowPanel extends Widget {
       : null;
     const attrs = {
       class: `jp-NotebookBcc-node jp-NotebookBcc-node-${item.status}`,
-      'data-testid': `bcc-${level}`,
+      // "bcc-behavior" is the current-behavior section; tree nodes are "bcc-tree-*".
+      'data-testid': level === 'behavior' ? 'bcc-tree-behavior' : `bcc-${level}`,
       [`data-${level}-id`]: item.id,
       'data-status': item.status,
       role: 'treeitem'
@@ -848,7 +919,10 @@ export class WorkflowPanel extends Widget {
     if (!hasBody) {
       return h('li', attrs, h('div', { class: 'jp-NotebookBcc-leaf' }, label));
     }
-    const open = this.openState.get(key) ?? item.status === 'current';
+    // Open while current, closed otherwise -- unless the user chose: only their choices are
+    // remembered, so a stage that completes folds away by itself.
+    const byDefault = item.status === 'current';
+    const open = this.openState.get(key) ?? byDefault;
     const details = h(
       'details',
       { open },
@@ -856,7 +930,13 @@ export class WorkflowPanel extends Widget {
       about.length ? keyValueTable(about) : null,
       children
     );
-    details.addEventListener('toggle', () => this.openState.set(key, details.open));
+    details.addEventListener('toggle', () => {
+      if (details.open === byDefault) {
+        this.openState.delete(key);
+      } else {
+        this.openState.set(key, details.open);
+      }
+    });
     return h('li', attrs, details);
   }
 
@@ -979,17 +1059,25 @@ export class WorkflowPanel extends Widget {
   }
 
   private renderVariables(snapshot: WorkflowSnapshot): HTMLElement {
-    const rows = variableRows(snapshot.variables);
+    const { data, hidden } = dataVariables(snapshot.variables);
+    const rows = variableRows(data);
     return section(
       'variables',
       `Variables (${rows.length})`,
       this.openState,
       false,
       'bcc-variables',
+      hidden
+        ? h(
+            'div',
+            { class: 'jp-NotebookBcc-hint' },
+            `Not listed: ${hidden} code object${hidden === 1 ? '' : 's'} (functions, classes, modules).`
+          )
+        : null,
       rows.length
         ? h(
             'table',
-            { class: 'jp-NotebookBcc-table' },
+            { class: 'jp-NotebookBcc-table jp-NotebookBcc-varTable' },
             h(
               'thead',
               {},

@@ -65,7 +65,7 @@ export function buildStartBody(
       if (typeof url !== 'string') {
         return url;
       }
-      if (!/^https?:\/\//.test(url)) {
+      if (!/^https?:\/\//i.test(url)) {
         return { error: 'Server URL must start with http:// or https://.' };
       }
       planner = { kind: 'http', url };
@@ -77,7 +77,7 @@ export function buildStartBody(
         return model;
       }
       const baseUrl = (fields.values['base_url'] ?? '').trim();
-      if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
+      if (baseUrl && !/^https?:\/\//i.test(baseUrl)) {
         return { error: 'Base URL must start with http:// or https://.' };
       }
       planner = baseUrl ? { kind: 'llm', model, base_url: baseUrl } : { kind: 'llm', model };

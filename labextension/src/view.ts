@@ -56,8 +56,14 @@ export interface TreeNode {
   children: TreeNode[];
 }
 
-function titleOf(item: PlanItem): string {
-  return item.title?.trim() || item.id;
+/** "build_features" -> "Build features": a readable stand-in when a plan item has no title. */
+export function humanizeId(id: string): string {
+  const words = id.replace(/[_-]+/g, ' ').trim();
+  return words ? words[0].toUpperCase() + words.slice(1) : id;
+}
+
+function titleOf(item: PlanItem, known?: ReadonlyMap<string, string>): string {
+  return item.title?.trim() || known?.get(item.id) || humanizeId(item.id);
 }
 
 function pcsRows(item: PlanItem): Array<[string, string]> {
@@ -79,11 +85,12 @@ function node(
   item: PlanItem,
   status: NodeStatus,
   children: TreeNode[] = [],
-  iteration: number | null = null
+  iteration: number | null = null,
+  known?: ReadonlyMap<string, string>
 ): TreeNode {
   return {
     id: item.id,
-    title: titleOf(item),
+    title: titleOf(item, known),
     status,
     completion: status === 'completed' ? (item.completion_status ?? null) : null,
     iteration: iteration ?? item.iteration ?? null,
@@ -99,7 +106,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** Steps a stage carries in ``extra``: planned ``steps`` or, once done, ``step_results``. */
-function stepsFromExtra(stage: PlanItem, status: NodeStatus): TreeNode[] {
+function stepsFromExtra(
+  stage: PlanItem,
+  status: NodeStatus,
+  known?: ReadonlyMap<string, string>
+): TreeNode[] {
   const extra = stage.extra ?? {};
   const raw = Array.isArray(extra['step_results'])
     ? extra['step_results']
@@ -109,7 +120,7 @@ function stepsFromExtra(stage: PlanItem, status: NodeStatus): TreeNode[] {
   const steps: TreeNode[] = [];
   for (const entry of raw) {
     if (isRecord(entry) && typeof entry['id'] === 'string') {
-      steps.push(node(entry as unknown as PlanItem, status));
+      steps.push(node(entry as unknown as PlanItem, status, [], null, known));
     }
   }
   return steps;
@@ -118,14 +129,27 @@ function stepsFromExtra(stage: PlanItem, status: NodeStatus): TreeNode[] {
 /**
  * The plan as a tree: completed stages (in the order they ran, a re-entered stage once per
  * visit), the current stage with its steps and the current step's behaviors, then the
- * remaining stages with the steps planned for them.
+ * remaining stages with the steps planned for them. A completed stage's steps are recorded
+ * by id only: their titles come from ``knownTitles`` (id -> title, e.g. seen earlier by the
+ * panel), else the id made readable.
  */
-export function buildTree(snapshot: WorkflowSnapshot): TreeNode[] {
+export function buildTree(
+  snapshot: WorkflowSnapshot,
+  knownTitles?: ReadonlyMap<string, string>
+): TreeNode[] {
   const { stages, steps, behaviors } = snapshot.location.progress;
   const current = snapshot.location.current;
   const tree: TreeNode[] = [];
   for (const stage of stages.completed) {
-    tree.push(node(stage, 'completed', stepsFromExtra(stage, 'completed')));
+    const visits = stage.visits ?? 0;
+    tree.push(
+      node(
+        stage,
+        'completed',
+        stepsFromExtra(stage, 'completed', knownTitles),
+        visits > 1 ? visits : null
+      )
+    );
   }
   if (stages.current) {
     const stepNodes: TreeNode[] = steps.completed.map(step => node(step, 'completed'));
@@ -167,14 +191,18 @@ export interface ProgressSummary {
   currentStage: string | null;
 }
 
+/**
+ * Distinct stages: a stage counts as done once completed and not due to run again, so a loop
+ * back to an earlier stage (feature engineering after modelling) lowers the count honestly.
+ */
 export function progressSummary(snapshot: WorkflowSnapshot): ProgressSummary {
   const { stages, steps } = snapshot.location.progress;
-  const done = new Set(stages.completed.map(s => s.id));
-  const planned = new Set([
-    ...done,
+  const ahead = new Set([
     ...(stages.current ? [stages.current.id] : []),
     ...stages.remaining.map(s => s.id)
   ]);
+  const done = new Set(stages.completed.map(s => s.id).filter(id => !ahead.has(id)));
+  const planned = new Set([...stages.completed.map(s => s.id), ...ahead]);
   return {
     stagesDone: done.size,
     stagesTotal: planned.size,
@@ -336,6 +364,35 @@ export function variableRows(variables: Record<string, VariableInfo>, width = 60
     });
 }
 
+/** Kernel names that are code rather than data (functions, classes, modules). */
+const CODE_TYPES = new Set([
+  'function',
+  'builtin_function_or_method',
+  'method',
+  'module',
+  'type',
+  'ABCMeta',
+  'EnumMeta',
+  'EnumType'
+]);
+
+/** The data variables (what the table shows) and how many code objects were left out. */
+export function dataVariables(variables: Record<string, VariableInfo>): {
+  data: Record<string, VariableInfo>;
+  hidden: number;
+} {
+  const data: Record<string, VariableInfo> = {};
+  let hidden = 0;
+  for (const [name, info] of Object.entries(variables)) {
+    if (CODE_TYPES.has(info.type)) {
+      hidden += 1;
+    } else {
+      data[name] = info;
+    }
+  }
+  return { data, hidden };
+}
+
 /** ``text`` cut to ``width`` characters with an ellipsis. */
 export function shorten(text: string, width: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -349,7 +406,11 @@ export interface EffectView {
   error: boolean;
 }
 
-const ERROR_LINE = /^([A-Z][A-Za-z]*(Error|Exception|Interrupt)|Traceback)\b/m;
+// The kernel's error outputs (D12) start "ename: evalue" -- "ValueError: …", "Exception: boom",
+// "Error: …" (csv.Error), "KeyboardInterrupt", "SystemExit: 1" -- or with a "Traceback" line;
+// an ordinary line such as "Error rate: 0.1" is not one.
+const ERROR_LINE =
+  /^(?:(?:[A-Z][A-Za-z0-9_]*)?(?:Error|Exception|Interrupt|SystemExit)(?::|\s*$)|Traceback\b)/m;
 
 /** The latest outputs (D12), newest last; an error output is flagged for highlighting. */
 export function effectViews(snapshot: WorkflowSnapshot, limit = 6): EffectView[] {
@@ -507,12 +568,19 @@ export function controlViews(
     destructive = false
   ): ControlView => {
     const event = CONTROL_EVENTS[id] as string;
-    const legal = allows(transitions, state, event);
+    // START_WORKFLOW and START_BEHAVIOR are also the engine's own steps forward; as buttons
+    // they mean "restart / retry after an error" (D3), so they are offered only in error.
+    const recovery = id === 'restart' || id === 'retry';
+    const legal = allows(transitions, state, event) && (!recovery || state === 'error');
     return {
       id,
       label,
       enabled: legal,
-      title: legal ? what : `${label}: not possible in ${humanState(state)}`,
+      title: legal
+        ? what
+        : recovery
+          ? `${label}: only after an error (the workflow is ${humanState(state)})`
+          : `${label}: not possible in ${humanState(state)}`,
       destructive
     };
   };
@@ -579,9 +647,9 @@ export function eventText(event: WorkflowEvent): string {
       return `run ${event.from ?? '?'} → ${event.to ?? event.run_status}${reason}`;
     }
     case 'cell': {
-      const type = typeof detail['cell_type'] === 'string' ? detail['cell_type'] : 'cell';
+      const type = typeof detail['cell_type'] === 'string' ? `${detail['cell_type']} ` : '';
       const position = typeof detail['position'] === 'number' ? ` #${detail['position'] + 1}` : '';
-      return `${type} cell written${position}`;
+      return `${type}cell written${position}`;
     }
     case 'decision': {
       const kind = typeof detail['kind'] === 'string' ? detail['kind'] : 'decision';
@@ -636,7 +704,8 @@ function usageRow(scope: string, totals: UsageTotals): UsageRow {
     calls: totals.calls,
     tokens: tokens ? `${totals.prompt_tokens} + ${totals.completion_tokens}` : '—',
     latency:
-      totals.latency_ms >= 1000
+      // 999.6 ms rounds to a second, so it reads "1.0 s", not "1000 ms"
+      Math.round(totals.latency_ms) >= 1000
         ? `${(totals.latency_ms / 1000).toFixed(1)} s`
         : `${Math.round(totals.latency_ms)} ms`
   };

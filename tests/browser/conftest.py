@@ -130,13 +130,16 @@ class Lab:
         data_dir = self.home / "data"
         if (BUILT_LABEXTENSION / "package.json").exists():
             # Serve the working tree's bundle: the copy an editable install put into the venv
-            # is only refreshed by the next pip install, and a user data dir comes first.
+            # is only refreshed by the next pip install. The first labextensions folder that
+            # holds a name wins, and inside a venv jupyter_core puts the venv's folders first
+            # unless JUPYTER_PREFER_ENV_PATH=0 (set below), which puts this data dir first.
             (data_dir / "labextensions").mkdir(parents=True)
             (data_dir / "labextensions" / "notebook-bcc").symlink_to(BUILT_LABEXTENSION)
         env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(self.home / "config"),
             "JUPYTER_DATA_DIR": str(data_dir),
+            "JUPYTER_PREFER_ENV_PATH": "0",
             "JUPYTER_RUNTIME_DIR": str(self.home / "runtime"),
         }
         with self.log_path.open("wb") as log:

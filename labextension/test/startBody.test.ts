@@ -1,0 +1,180 @@
+/**
+ * The start form -> ``POST /workflows`` body (src/startBody.ts): the files field split into
+ * paths and each planner kind's fields checked and shaped.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { buildStartBody, splitPaths, type StartFields } from '../src/startBody';
+
+function fields(overrides: Partial<StartFields>): StartFields {
+  return {
+    kind: 'blueprint',
+    values: {},
+    problem: '',
+    files: '',
+    autoConfirm: false,
+    confirmIrreversible: true,
+    ...overrides
+  };
+}
+
+describe('splitPaths', () => {
+  it('splits on commas and newlines, trimming each path', () => {
+    assert.deepEqual(splitPaths(' data/a.csv, data/b.csv\n  data/c.csv  '), [
+      'data/a.csv',
+      'data/b.csv',
+      'data/c.csv'
+    ]);
+  });
+
+  it('ignores blank entries', () => {
+    assert.deepEqual(splitPaths(''), []);
+    assert.deepEqual(splitPaths('  ,\n , \n\n'), []);
+    assert.deepEqual(splitPaths('a.csv,,\n\n,b.csv,'), ['a.csv', 'b.csv']);
+  });
+
+  it('handles Windows line ends', () => {
+    assert.deepEqual(splitPaths('a.csv\r\nb.csv\r\n'), ['a.csv', 'b.csv']);
+  });
+
+  it('makes paths relative to the server root and drops duplicates, first one first', () => {
+    assert.deepEqual(splitPaths('/data/a.csv, b.csv, //data/a.csv, data/a.csv, b.csv'), [
+      'data/a.csv',
+      'b.csv'
+    ]);
+    assert.deepEqual(splitPaths('/, //'), []);
+  });
+
+  it('keeps spaces inside a path', () => {
+    assert.deepEqual(splitPaths('my data/house prices.csv'), ['my data/house prices.csv']);
+  });
+});
+
+describe('buildStartBody', () => {
+  it('builds a blueprint body with files, options and the trimmed problem', () => {
+    const result = buildStartBody(
+      'notebooks/housing.ipynb',
+      fields({
+        kind: 'blueprint',
+        values: { blueprint: '  /examples/housing/workflow.yaml ', url: 'http://ignored' },
+        problem: '  Predict house prices \n',
+        files: 'examples/housing/data/housing.csv\n/extra.csv',
+        autoConfirm: true,
+        confirmIrreversible: false
+      })
+    );
+    assert.deepEqual(result, {
+      body: {
+        notebook_path: 'notebooks/housing.ipynb',
+        planner: { kind: 'blueprint', path: 'examples/housing/workflow.yaml' },
+        files: ['examples/housing/data/housing.csv', 'extra.csv'],
+        options: { auto_confirm: true, confirm_irreversible: false },
+        problem: 'Predict house prices'
+      }
+    });
+  });
+
+  it('leaves a blank problem out', () => {
+    const result = buildStartBody(
+      'a.ipynb',
+      fields({ values: { blueprint: 'flow.yml' }, problem: ' \n ' })
+    );
+    assert.ok('body' in result);
+    assert.equal('problem' in result.body, false);
+    assert.deepEqual(result.body.files, []);
+    assert.deepEqual(result.body.planner, { kind: 'blueprint', path: 'flow.yml' });
+  });
+
+  it('requires a .yaml / .yml blueprint', () => {
+    assert.deepEqual(buildStartBody('a.ipynb', fields({ values: {} })), {
+      error: 'Blueprint is required.'
+    });
+    assert.deepEqual(buildStartBody('a.ipynb', fields({ values: { blueprint: '   ' } })), {
+      error: 'Blueprint is required.'
+    });
+    assert.deepEqual(
+      buildStartBody('a.ipynb', fields({ values: { blueprint: ' workflow.json ' } })),
+      { error: 'Blueprint: workflow.json is not a .yaml file.' }
+    );
+    assert.deepEqual(
+      buildStartBody('a.ipynb', fields({ values: { blueprint: 'workflow.yaml.bak' } })),
+      { error: 'Blueprint: workflow.yaml.bak is not a .yaml file.' }
+    );
+    assert.ok('body' in buildStartBody('a.ipynb', fields({ values: { blueprint: 'FLOW.YML' } })));
+  });
+
+  it('builds a replay body from the recording folder', () => {
+    const result = buildStartBody(
+      'a.ipynb',
+      fields({ kind: 'replay', values: { transcript: ' /examples/housing-ai/recording ' } })
+    );
+    assert.ok('body' in result);
+    assert.deepEqual(result.body.planner, {
+      kind: 'replay',
+      path: 'examples/housing-ai/recording'
+    });
+    assert.deepEqual(buildStartBody('a.ipynb', fields({ kind: 'replay', values: {} })), {
+      error: 'Recording folder is required.'
+    });
+  });
+
+  it('builds an http body and checks the URL scheme', () => {
+    const result = buildStartBody(
+      'a.ipynb',
+      fields({ kind: 'http', values: { url: ' https://planner.example/api ' } })
+    );
+    assert.ok('body' in result);
+    assert.deepEqual(result.body.planner, { kind: 'http', url: 'https://planner.example/api' });
+    const upper = buildStartBody(
+      'a.ipynb',
+      fields({ kind: 'http', values: { url: 'HTTPS://Planner.example/api' } })
+    );
+    assert.ok('body' in upper, JSON.stringify(upper));
+    assert.deepEqual(buildStartBody('a.ipynb', fields({ kind: 'http', values: {} })), {
+      error: 'Server URL is required.'
+    });
+    assert.deepEqual(
+      buildStartBody('a.ipynb', fields({ kind: 'http', values: { url: 'ftp://planner' } })),
+      { error: 'Server URL must start with http:// or https://.' }
+    );
+    assert.deepEqual(
+      buildStartBody('a.ipynb', fields({ kind: 'http', values: { url: 'planner.example' } })),
+      { error: 'Server URL must start with http:// or https://.' }
+    );
+  });
+
+  it('builds an llm body, with the base URL only when given', () => {
+    const plain = buildStartBody('a.ipynb', fields({ kind: 'llm', values: { model: ' gpt-x ' } }));
+    assert.ok('body' in plain);
+    assert.deepEqual(plain.body.planner, { kind: 'llm', model: 'gpt-x' });
+    const withBase = buildStartBody(
+      'a.ipynb',
+      fields({ kind: 'llm', values: { model: 'gpt-x', base_url: ' http://localhost:8000/v1 ' } })
+    );
+    assert.ok('body' in withBase);
+    assert.deepEqual(withBase.body.planner, {
+      kind: 'llm',
+      model: 'gpt-x',
+      base_url: 'http://localhost:8000/v1'
+    });
+    assert.deepEqual(
+      buildStartBody('a.ipynb', fields({ kind: 'llm', values: { base_url: 'http://x' } })),
+      { error: 'Model is required.' }
+    );
+    assert.deepEqual(
+      buildStartBody(
+        'a.ipynb',
+        fields({ kind: 'llm', values: { model: 'gpt-x', base_url: 'localhost:8000' } })
+      ),
+      { error: 'Base URL must start with http:// or https://.' }
+    );
+  });
+
+  it('refuses an unknown planner kind', () => {
+    const kind = 'magic' as unknown as StartFields['kind'];
+    assert.deepEqual(buildStartBody('a.ipynb', fields({ kind, values: { blueprint: 'a.yaml' } })), {
+      error: 'Unknown planner kind magic.'
+    });
+  });
+});
