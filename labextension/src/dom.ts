@@ -3,6 +3,8 @@
  * so nothing a planner or a kernel wrote can inject markup.
  */
 
+import { svgNaturalSize } from './view';
+
 export type Child = Node | string | null | undefined | false;
 
 export interface Attrs {
@@ -85,4 +87,28 @@ export function keyValueTable(rows: Array<[string, string]>, testid?: string): H
       )
     )
   );
+}
+
+/**
+ * ``figure`` (Mermaid's rendering: an image of an SVG, or an inline SVG) in a scrolling box at
+ * its drawing size, for a main-area tab.
+ */
+export function fullSizeFigure(figure: HTMLElement): HTMLElement {
+  const images = figure.tagName === 'IMG' ? [figure] : Array.from(figure.querySelectorAll('img'));
+  for (const image of images as HTMLImageElement[]) {
+    const size = svgNaturalSize(image.src);
+    if (size) {
+      image.style.width = `${Math.round(size.width)}px`;
+      image.style.maxWidth = 'none';
+      image.style.height = 'auto';
+    }
+  }
+  const box = h(
+    'div',
+    { class: 'jp-NotebookBcc-fullFigure', 'data-testid': 'bcc-diagram-view' },
+    h('div', { class: 'jp-NotebookBcc-hint' }, 'Click the diagram to fit it to the tab or back.'),
+    figure
+  );
+  figure.addEventListener('click', () => box.classList.toggle('jp-mod-fit'));
+  return box;
 }

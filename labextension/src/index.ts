@@ -10,13 +10,15 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { Dialog, ICommandPalette, showDialog } from '@jupyterlab/apputils';
+import { Dialog, ICommandPalette, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IMermaidManager } from '@jupyterlab/mermaid';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { Widget } from '@lumino/widgets';
 
 import { BccApi } from './api';
+import { fullSizeFigure } from './dom';
 import { WorkflowPanel } from './panel';
 import { NotebookSync } from './sync';
 import type { ControlId } from './view';
@@ -36,6 +38,9 @@ export namespace CommandIDs {
   export const restart = 'notebook-bcc:restart';
   export const retry = 'notebook-bcc:retry';
 }
+
+/** Diagram tabs opened so far (each gets its own id). */
+let diagramViews = 0;
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'notebook-bcc:workflow-panel',
@@ -76,6 +81,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (widget && widget.context.model.dirty) {
           await widget.context.save();
         }
+      },
+      openFigure: (title, figure) => {
+        const content = new Widget({ node: fullSizeFigure(figure) });
+        content.addClass('jp-NotebookBcc-diagramView');
+        const view = new MainAreaWidget({ content });
+        view.id = `notebook-bcc-diagram-${++diagramViews}`;
+        view.title.label = title;
+        view.title.closable = true;
+        app.shell.add(view, 'main');
+        app.shell.activateById(view.id);
       }
     });
     app.shell.add(panel, 'right', { rank: 1000 });

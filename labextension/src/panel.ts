@@ -62,6 +62,8 @@ export interface PanelServices {
   browse(title: string): Promise<string | null>;
   /** Called before a workflow starts on ``path`` (saves unsaved edits, D19). */
   beforeStart(path: string): Promise<void>;
+  /** Show ``figure`` at full size in the main area (the side panel is too narrow for it). */
+  openFigure(title: string, figure: HTMLElement): void;
 }
 
 /** How often the panel looks for a workflow started elsewhere (CLI, REST, another tab). */
@@ -1078,21 +1080,24 @@ export class WorkflowPanel extends Widget {
         ? h(
             'table',
             { class: 'jp-NotebookBcc-table jp-NotebookBcc-varTable' },
-            h(
-              'thead',
-              {},
-              h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', {}, 'Shape'), h('th', {}, 'Value'))
-            ),
+            h('thead', {}, h('tr', {}, h('th', {}, 'Name · type · shape'), h('th', {}, 'Value'))),
             h(
               'tbody',
               {},
               ...rows.map(r =>
                 h(
                   'tr',
-                  {},
-                  h('td', {}, h('code', {}, r.name)),
-                  h('td', {}, r.type),
-                  h('td', {}, r.shape),
+                  { 'data-testid': 'bcc-variable', 'data-name': r.name },
+                  h(
+                    'td',
+                    { title: r.name },
+                    h('code', {}, r.name),
+                    h(
+                      'div',
+                      { class: 'jp-NotebookBcc-varMeta' },
+                      r.shape ? `${r.type} · ${r.shape}` : r.type
+                    )
+                  ),
                   h('td', { title: r.value }, r.value)
                 )
               )
@@ -1224,7 +1229,22 @@ export class WorkflowPanel extends Widget {
         try {
           const figure = await mermaid.renderFigure(doc.mermaid);
           if (key === this.diagramKey) {
-            replaceChildren(this.diagramNode, caption, h('div', { class: 'jp-NotebookBcc-figure' }, figure));
+            const title = machine === 'fsm' ? 'Workflow FSM' : 'Stage machine';
+            const enlarge = h(
+              'button',
+              {
+                class: 'jp-NotebookBcc-button jp-NotebookBcc-linkButton',
+                'data-testid': 'bcc-diagram-open',
+                title: 'Open the diagram at full size in a tab',
+                onclick: () => this.services.openFigure(title, figure.cloneNode(true) as HTMLElement)
+              },
+              'Open in a tab'
+            );
+            replaceChildren(
+              this.diagramNode,
+              h('div', { class: 'jp-NotebookBcc-diagramBar' }, caption, enlarge),
+              h('div', { class: 'jp-NotebookBcc-figure' }, figure)
+            );
           }
           return;
         } catch {

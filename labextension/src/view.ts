@@ -355,7 +355,10 @@ export function variableRows(variables: Record<string, VariableInfo>, width = 60
         shape = `len ${info.length}`;
       }
       let value = '';
-      if (info.value !== null && info.value !== undefined && typeof info.value !== 'object') {
+      if (typeof info.value === 'number' && !Number.isInteger(info.value)) {
+        // six significant digits read at a glance; the full value is one click away (kernel)
+        value = String(Number(info.value.toPrecision(6)));
+      } else if (info.value !== null && info.value !== undefined && typeof info.value !== 'object') {
         value = String(info.value);
       } else if (SCALAR_TYPES.has(info.type) && info.repr) {
         value = info.repr;
@@ -735,4 +738,42 @@ export function backoffDelay(attempt: number, jitter: number, base = 500, cap = 
 /** Whether a run status means the engine may still change the snapshot by itself. */
 export function isActive(status: RunStatus): boolean {
   return status === 'running';
+}
+
+// -- diagrams ----------------------------------------------------------------------------
+
+/**
+ * The drawing size of an SVG given as a ``data:image/svg+xml`` URL (its viewBox, else its
+ * width/height in px), or null. Mermaid sizes its SVG to "100%", which as an image falls back
+ * to 300 px wide: the full-size view uses this instead.
+ */
+export function svgNaturalSize(src: string): { width: number; height: number } | null {
+  const comma = src.indexOf(',');
+  if (!src.startsWith('data:image/svg+xml') || comma < 0) {
+    return null;
+  }
+  const head = src.slice(0, comma);
+  let text: string;
+  try {
+    text = head.endsWith(';base64') ? atob(src.slice(comma + 1)) : decodeURIComponent(src.slice(comma + 1));
+  } catch {
+    return null;
+  }
+  const tag = /<svg\b[^>]*>/i.exec(text)?.[0];
+  if (!tag) {
+    return null;
+  }
+  const box = /\bviewBox\s*=\s*["']\s*[-\d.eE]+[\s,]+[-\d.eE]+[\s,]+([\d.eE]+)[\s,]+([\d.eE]+)\s*["']/.exec(tag);
+  if (box) {
+    const size = { width: Number(box[1]), height: Number(box[2]) };
+    if (size.width > 0 && size.height > 0) {
+      return size;
+    }
+  }
+  const width = /\bwidth\s*=\s*["']([\d.]+)(px)?["']/.exec(tag);
+  const height = /\bheight\s*=\s*["']([\d.]+)(px)?["']/.exec(tag);
+  if (width && height) {
+    return { width: Number(width[1]), height: Number(height[1]) };
+  }
+  return null;
 }

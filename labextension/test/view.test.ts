@@ -22,6 +22,7 @@ import {
   eventText,
   historyEvents,
   humanizeId,
+  svgNaturalSize,
   humanState,
   isActive,
   mergeEvents,
@@ -582,6 +583,33 @@ describe('behaviorView', () => {
 // -- variables ---------------------------------------------------------------------------
 
 describe('variableRows', () => {
+  it('rounds floats to six significant digits, keeps ints and strings', () => {
+    const info = (type: string, value: unknown) => ({
+      type,
+      value,
+      shape: null,
+      dtypes: null,
+      length: null,
+      repr: String(value),
+      source: 'kernel'
+    });
+    const rows = variableRows({
+      r2: info('float', 0.9834282366570102),
+      tiny: info('float', 1.23456789e-9),
+      n: info('int', 1496),
+      label: info('str', 'price')
+    } as unknown as Parameters<typeof variableRows>[0]);
+    assert.deepEqual(
+      rows.map(r => [r.name, r.value]),
+      [
+        ['label', 'price'],
+        ['n', '1496'],
+        ['r2', '0.983428'],
+        ['tiny', '1.23457e-9']
+      ]
+    );
+  });
+
   it('sorts the waiting run variables by name, case-insensitively', () => {
     assert.deepEqual(
       variableRows(loadSnapshot('housing-waiting').variables).map(r => r.name),
@@ -658,7 +686,7 @@ describe('variableRows', () => {
       name: 'rmse',
       type: 'float',
       shape: '',
-      value: '24183.066446469693'
+      value: '24183.1'
     });
     assert.deepEqual(rows.get('feature_round'), {
       name: 'feature_round',
@@ -1298,5 +1326,33 @@ describe('isActive', () => {
     for (const status of stopped) {
       assert.equal(isActive(status), false, status);
     }
+  });
+});
+
+describe('svgNaturalSize', () => {
+  const svg = (attrs: string): string =>
+    `<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" ${attrs}><g/></svg>`;
+
+  it('reads the viewBox of a URL-encoded SVG (what Mermaid gives)', () => {
+    const src =
+      'data:image/svg+xml,' +
+      encodeURIComponent(svg('width="100%" style="max-width: 2417px" viewBox="-8 -8 2417.5 904"'));
+    assert.deepEqual(svgNaturalSize(src), { width: 2417.5, height: 904 });
+  });
+
+  it('reads a base64 SVG and falls back to width and height', () => {
+    const src = 'data:image/svg+xml;base64,' + btoa(svg('width="640px" height="480"'));
+    assert.deepEqual(svgNaturalSize(src), { width: 640, height: 480 });
+  });
+
+  it('gives null for anything else', () => {
+    assert.equal(svgNaturalSize('data:image/png;base64,AAAA'), null);
+    assert.equal(svgNaturalSize('data:image/svg+xml,' + encodeURIComponent('<p>no svg</p>')), null);
+    assert.equal(svgNaturalSize('data:image/svg+xml,' + encodeURIComponent(svg('width="100%"'))), null);
+    assert.equal(svgNaturalSize('data:image/svg+xml,%E0%A4%A'), null);
+    assert.equal(
+      svgNaturalSize('data:image/svg+xml,' + encodeURIComponent(svg('viewBox="0 0 0 0"'))),
+      null
+    );
   });
 });

@@ -215,5 +215,19 @@ def test_completed_workflow_details_in_dark_theme(
             drawing.scroll_into_view_if_needed()
             assert_panel_layout(page)
             shot(page, f"10-{tab}-{kind}-dark")
+
+        # the side panel shows an overview; "Open in a tab" shows the FSM at its drawing size
+        tid(diagram, "bcc-diagram-fsm").click()
+        opener = tid(diagram, "bcc-diagram-open")
+        if opener.count():  # only with JupyterLab's Mermaid (the text fallback has no figure)
+            opener.click()
+            view = tid(page, "bcc-diagram-view")
+            expect(view).to_be_visible(timeout=UI_MS)
+            image = view.locator("img").first
+            expect(image).to_be_visible()
+            drawn = image.evaluate("n => n.getBoundingClientRect().width")
+            panel_width = panel.evaluate("n => n.getBoundingClientRect().width")
+            assert drawn > 2 * panel_width, (drawn, panel_width)
+            shot(page, "10-diagram-tab-dark")
     finally:
         lab.set_theme(LIGHT)
