@@ -526,6 +526,8 @@ class Engine:
             await self.protocol_failure(f"{point}: the planner's reply is malformed: {exc.message}")
             return False
         except PlannerError as exc:
+            if exc.usage is not None:  # the unusable replies were paid for: count them
+                self._usage(exc.usage, (monotonic() - began) * 1000)
             await self.fail_run(f"{point}: planner failed: {exc.message}")
             return False
         except WhenEvaluationError as exc:

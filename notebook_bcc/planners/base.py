@@ -35,9 +35,23 @@ DecisionPoint = Literal[
 
 
 class PlannerError(NotebookBccError):
-    """The planner could not answer (unreachable, refused, unparseable after retries)."""
+    """The planner could not answer (unreachable, refused, unparseable after retries).
+
+    ``usage``: what the failed attempts cost (an LLM's unusable replies), counted in the
+    snapshot like any answered call.
+    """
 
     code = "planner_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        usage: UsageTotals | None = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.usage = usage
 
 
 @dataclass(frozen=True)

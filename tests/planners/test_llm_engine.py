@@ -31,6 +31,7 @@ from notebook_bcc.testing.scripted_llm import (
     load_replies,
     rate_limited,
     server_error,
+    tokens,
 )
 from tests.conftest import FIXTURES
 from tests.planners.llm_helpers import CONVERSATION, REPLIES, SECRET, fast
@@ -229,6 +230,15 @@ def test_a_reply_that_stays_unusable_fails_the_run_and_resume_completes(
             "<workflow> XML document)"
         )
         assert len(server.received) == 3
+        # the three unusable replies were paid for: the failed decision is counted (calls
+        # count decisions) with the tokens of all three replies
+        assert snapshot.usage.calls == 1
+        assert snapshot.usage.per_stage["_workflow"].calls == 1
+        prompts = [
+            sum(tokens(str(m["content"])) for m in request.messages) for request in server.received
+        ]
+        assert snapshot.usage.prompt_tokens == sum(prompts)
+        assert snapshot.usage.completion_tokens == 3 * tokens(bad)
         server.add(load_replies(CONVERSATION))
         resumed = run.resume()
     assert resumed.exit_code == 0, resumed.snapshot.run

@@ -358,6 +358,7 @@ class LlmPlanner:
                 "errors": errors,
                 "last_reply": last[:ERROR_DETAIL_CHARS],
             },
+            usage=_usage(results),
         )
 
     def _record(self, agent: Agent, reply: int, result: ChatResult, error: str | None) -> None:
