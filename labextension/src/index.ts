@@ -39,8 +39,8 @@ export namespace CommandIDs {
   export const retry = 'notebook-bcc:retry';
 }
 
-/** Diagram tabs opened so far (each gets its own id). */
-let diagramViews = 0;
+/** The open diagram tabs, by title (one per diagram). */
+const diagramViews = new Map<string, MainAreaWidget<Widget>>();
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'notebook-bcc:workflow-panel',
@@ -83,12 +83,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       },
       openFigure: (title, figure) => {
-        const content = new Widget({ node: fullSizeFigure(figure) });
+        // one tab per diagram: opening it again shows the current drawing in the same tab
+        const existing = diagramViews.get(title);
+        if (existing && !existing.isDisposed) {
+          const node = existing.content.node;
+          node.replaceChildren(fullSizeFigure(figure));
+          app.shell.activateById(existing.id);
+          return;
+        }
+        const content = new Widget();
+        content.node.append(fullSizeFigure(figure));
         content.addClass('jp-NotebookBcc-diagramView');
         const view = new MainAreaWidget({ content });
-        view.id = `notebook-bcc-diagram-${++diagramViews}`;
+        view.id = `notebook-bcc-diagram-${diagramViews.size + 1}-${Date.now()}`;
         view.title.label = title;
         view.title.closable = true;
+        diagramViews.set(title, view);
+        view.disposed.connect(() => diagramViews.delete(title));
         app.shell.add(view, 'main');
         app.shell.activateById(view.id);
       }

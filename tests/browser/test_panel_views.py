@@ -229,5 +229,9 @@ def test_completed_workflow_details_in_dark_theme(
             panel_width = panel.evaluate("n => n.getBoundingClientRect().width")
             assert drawn > 2 * panel_width, (drawn, panel_width)
             shot(page, "10-diagram-tab-dark")
+            # opening it again shows it in the same tab
+            opener.click()
+            tabs = page.locator(".lm-DockPanel .lm-TabBar-tabLabel", has_text="Workflow FSM")
+            expect(tabs).to_have_count(1)
     finally:
         lab.set_theme(LIGHT)
