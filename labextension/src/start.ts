@@ -217,7 +217,12 @@ export class StartForm {
           'bcc-start-base_url',
           this.textInput('base_url', 'http://127.0.0.1:11434/v1', text('base_url'))
         ),
-        this.row('Model', 'bcc-start-model', this.textInput('model', 'e.g. qwen2.5-coder:14b', text('model')))
+        this.row('Model', 'bcc-start-model', this.textInput('model', 'e.g. qwen2.5-coder:14b', text('model'))),
+        this.row(
+          'Prompt templates folder (optional)',
+          'bcc-start-templates',
+          this.textInput('templates', 'e.g. prompts (its <agent>.md files replace ours)', text('templates'))
+        )
       );
     }
     replaceChildren(this.fieldsNode, ...rows);

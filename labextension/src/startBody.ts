@@ -80,7 +80,14 @@ export function buildStartBody(
       if (baseUrl && !/^https?:\/\//i.test(baseUrl)) {
         return { error: 'Base URL must start with http:// or https://.' };
       }
-      planner = baseUrl ? { kind: 'llm', model, base_url: baseUrl } : { kind: 'llm', model };
+      const templates = (fields.values['templates'] ?? '').trim().replace(/\/+$/, '');
+      planner = { kind: 'llm', model };
+      if (baseUrl) {
+        planner.base_url = baseUrl;
+      }
+      if (templates) {
+        planner.templates = templates;
+      }
       break;
     }
     default:

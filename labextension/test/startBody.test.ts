@@ -171,6 +171,18 @@ describe('buildStartBody', () => {
     );
   });
 
+  it('passes an llm template folder as an API path without its trailing slash', () => {
+    const result = buildStartBody(
+      'a.ipynb',
+      fields({ kind: 'llm', values: { model: 'gpt-x', templates: ' team/prompts/ ' } })
+    );
+    assert.ok('body' in result);
+    assert.deepEqual(result.body.planner, { kind: 'llm', model: 'gpt-x', templates: 'team/prompts' });
+    const blank = buildStartBody('a.ipynb', fields({ kind: 'llm', values: { model: 'gpt-x', templates: '  ' } }));
+    assert.ok('body' in blank);
+    assert.deepEqual(blank.body.planner, { kind: 'llm', model: 'gpt-x' });
+  });
+
   it('refuses an unknown planner kind', () => {
     const kind = 'magic' as unknown as StartFields['kind'];
     assert.deepEqual(buildStartBody('a.ipynb', fields({ kind, values: { blueprint: 'a.yaml' } })), {

@@ -77,6 +77,12 @@ class LlmPlannerSpec(WireModel):
         description="Times an unusable reply is sent back with its error before the run "
         "fails (default: 2).",
     )
+    templates: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A folder under the server root (API path) whose <agent-id>.md and "
+        "feedback.md files replace the shipped prompt templates.",
+    )
 
 
 PlannerSpec = Annotated[

@@ -609,6 +609,28 @@ class WorkflowService:
                 details={"errors": problems},
             ) from None
 
+    async def _template_folder(self, raw: str) -> tuple[str, str]:
+        """An llm planner's template folder: (API path, OS path), confined to the root.
+
+        Each ``.md`` file in it is checked too: a symlink out of the root would send a file
+        of the server's into the prompts.
+        """
+        folder = api_path(raw, what="planner.templates")
+        self.contents.check_inside_root(folder, what="planner.templates")
+        if not await self.contents.dir_exists(folder):
+            raise BadRequestError(
+                f"planner.templates: no such folder {folder!r}", details={"path": folder}
+            )
+        os_folder = self.contents.os_path(folder)
+        if os_folder is None:
+            raise BadRequestError(
+                "planner.templates: prompt templates need a file-backed contents manager",
+                details={"path": folder},
+            )
+        for entry in sorted(Path(os_folder).glob("*.md")):
+            self.contents.check_inside_root(f"{folder}/{entry.name}", what="planner.templates")
+        return folder, os_folder
+
     async def _planner(self, spec: PlannerSpec) -> tuple[Planner, list[str]]:
         """The planner a spec names and the input files it declares (API paths)."""
         if isinstance(spec, ReplayPlannerSpec):
@@ -624,6 +646,7 @@ class WorkflowService:
             return HttpPlanner(settings), []
         if isinstance(spec, LlmPlannerSpec):
             from notebook_bcc.planners.llm import LlmPlanner, LlmSettings, LlmSettingsError
+            from notebook_bcc.planners.llm.errors import TemplateError
             from notebook_bcc.planners.llm.settings import api_key
 
             if not spec.base_url:
@@ -636,12 +659,19 @@ class WorkflowService:
             for key in ("api_key_env", "temperature", "stream", "max_tokens", "max_parse_retries"):
                 if getattr(spec, key) is not None:
                     options[key] = getattr(spec, key)
+            templates: tuple[str, str] | None = None
+            if spec.templates is not None:
+                templates = await self._template_folder(spec.templates)
+                options["templates"] = templates[1]
             try:
                 llm_settings = LlmSettings(**options)
                 api_key(llm_settings)  # a named variable missing on the server: 400 now
-            except LlmSettingsError as exc:
-                raise BadRequestError(f"planner: {exc.message}", details={"kind": "llm"}) from None
-            return LlmPlanner(llm_settings), []
+                return LlmPlanner(llm_settings), []
+            except (LlmSettingsError, TemplateError) as exc:
+                message = exc.message
+                if templates is not None:  # name files by API path, never the server OS path
+                    message = message.replace(templates[1], templates[0])
+                raise BadRequestError(f"planner: {message}", details={"kind": "llm"}) from None
         if not isinstance(spec, BlueprintPlannerSpec):
             raise PlannerUnavailableError(
                 f"planner kind {spec.kind!r} is not available in this installation "

@@ -89,3 +89,78 @@ async def test_a_whole_llm_run_over_rest(
     assert SECRET not in str(finished)
     assert (root / "work" / "summary.txt").read_text() == "mean price: 237500.00\n"
     assert SECRET.encode() not in (root / "work" / "llm.ipynb").read_bytes()
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "notebook_bcc" / "planners" / "llm" / "templates"
+
+
+async def test_a_template_folder_under_the_root_replaces_the_shipped_prompt(
+    api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
+    (root / "work").mkdir()
+    shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
+    prompts = root / "team" / "prompts"
+    prompts.mkdir(parents=True)
+    marker = "Our team plans in exactly the stages the replies below name."
+    shipped = (SHIPPED / "stage-planner.md").read_text()
+    (prompts / "stage-planner.md").write_text(
+        shipped.replace("<!-- section: system -->\n", f"<!-- section: system -->\n{marker}\n", 1)
+    )
+    with ScriptedLlmServer(CONVERSATION) as server:
+        planner = {
+            "kind": "llm",
+            "model": "scripted",
+            "base_url": server.base_url,
+            "templates": "team/prompts",
+        }
+        code, started = await api.call(
+            "POST",
+            "workflows",
+            body=_start(
+                planner,
+                problem="Describe the house prices",
+                files=["work/prices.csv"],
+                options={"auto_confirm": True},
+            ),
+        )
+        assert code == 201, started
+        finished = await api.wait_status(started["workflow_id"], "completed", "failed")
+    assert finished["run"]["status"] == "completed", finished["run"]
+    stage_prompts = [str(m) for m in server.prompts("stage-planner")[0]]
+    assert any(marker in text for text in stage_prompts)
+    step_prompts = [str(m) for m in server.prompts("step-planner")[0]]
+    assert not any(marker in text for text in step_prompts), "only the overridden agent"
+
+
+@pytest.mark.parametrize(
+    ("templates", "code", "message"),
+    [
+        ("team/missing", 400, "planner.templates: no such folder 'team/missing'"),
+        ("../outside", 400, "planner.templates"),
+        ("/etc", 400, "planner.templates"),
+        ("team/bad", 400, "planner: team/bad/planner.md: unknown template 'planner.md'"),
+        ("team/leaky", 403, "resolves outside the server root"),
+    ],
+)
+async def test_bad_template_folders_are_refused_by_api_path(
+    api: Api, root: Path, templates: str, code: int, message: str
+) -> None:
+    (root / "team" / "bad").mkdir(parents=True)
+    (root / "team" / "bad" / "planner.md").write_text("<!-- section: system -->\nhi\n")
+    (root / "team" / "leaky").mkdir(parents=True)
+    secret_file = root.parent / "server-secret.md"  # beside the root, not in it
+    secret_file.write_text("a file of the server's, outside the root")
+    (root / "team" / "leaky" / "stage-planner.md").symlink_to(secret_file)
+    planner = {
+        "kind": "llm",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "PATH",  # set on every server: the key check passes, templates decide
+        "templates": templates,
+    }
+    answer_code, body = await api.call("POST", "workflows", body=_start(planner))
+    assert answer_code == code, body
+    assert message in body["message"]
+    assert str(root) not in body["message"], "the server's OS paths stay on the server"
+    assert not (root / "work").exists(), "nothing was created for a refused request"
