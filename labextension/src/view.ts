@@ -517,8 +517,11 @@ export function readable(value: unknown, width = 80): string {
 
 /** A decision's details as label / value rows, without the parts shown on their own. */
 export function detailRows(decision: PendingDecision): Array<[string, string]> {
-  return Object.entries(decision.details)
+  const details = decision.details;
+  return Object.entries(details)
     .filter(([key]) => !HIDDEN_DETAILS.has(key))
+    // a stage confirmation resuming in its own stage says nothing the Stage row does not
+    .filter(([key, value]) => !(key === 'resume_state' && value === details['stage']))
     .map(([key, value]) => [DETAIL_LABELS[key] ?? humanState(key), readable(value)]);
 }
 

@@ -897,11 +897,14 @@ describe('detailRows and decisionCode', () => {
   it('shows the stage confirmation of the waiting run without its contract id', () => {
     const [decision] = loadSnapshot('housing-waiting').run.pending;
     assert.equal(decision.kind, 'stage_confirmation');
-    assert.deepEqual(detailRows(decision), [
-      ['Stage', 'modelling'],
-      ['Resumes in', 'modelling']
-    ]);
+    // it resumes in its own stage: that row would repeat the Stage row
+    assert.deepEqual(detailRows(decision), [['Stage', 'modelling']]);
     assert.equal(decisionCode(decision), null);
+    const elsewhere = { ...decision, details: { ...decision.details, resume_state: 'results' } };
+    assert.deepEqual(detailRows(elsewhere), [
+      ['Stage', 'modelling'],
+      ['Resumes in', 'results']
+    ]);
   });
 
   it('labels known keys, humanises the others and hides diff, proposal and code', () => {
