@@ -189,6 +189,45 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - current)
 
 
+class LoopClient:
+    """One ``httpx.AsyncClient`` per event loop, with the planners' timeouts (connect, idle).
+
+    A planner outlives the loop it was first used on (the CLI's ``resume``, tests), and an
+    httpx client is bound to its loop: a new loop gets a new client. ``transport`` replaces
+    httpx's network transport (tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float,
+        idle_timeout: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.timeout = httpx.Timeout(
+            connect=connect_timeout, read=idle_timeout, write=idle_timeout, pool=connect_timeout
+        )
+        self.transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        """The client of the running loop (made on first use)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout, follow_redirects=False, transport=self.transport
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     """Exponential backoff with jitter: a delay in ``[d/2, d]``, ``d = min(cap, base * 2**(n-1))``.
 
@@ -428,9 +467,11 @@ class HttpPlanner:
         self.listener = listener
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._http = LoopClient(
+            connect_timeout=settings.connect_timeout,
+            idle_timeout=settings.idle_timeout,
+            transport=transport,
+        )
         self._fell_back = False
         self.last_route_reply: PlannerReply | None = None
         """The server's answer behind the last :meth:`route_stage` (for recording)."""
@@ -503,9 +544,7 @@ class HttpPlanner:
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        await self._http.aclose()
 
     # -- asking ---------------------------------------------------------------------------
 
@@ -549,23 +588,6 @@ class HttpPlanner:
                 )
             headers["Authorization"] = f"Bearer {token}"
         return headers
-
-    def _http(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            config = self.config
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(
-                    connect=config.connect_timeout,
-                    read=config.idle_timeout,
-                    write=config.idle_timeout,
-                    pool=config.connect_timeout,
-                ),
-                follow_redirects=False,
-                transport=self._transport,
-            )
-            self._client_loop = loop
-        return self._client
 
     async def ask(self, request: PlannerRequest) -> PlannerReply | None:
         """One decision: post, retry what may pass, fall back where D17 allows, parse."""
@@ -638,7 +660,7 @@ class HttpPlanner:
     async def _attempt(
         self, url: str, content: bytes, headers: dict[str, str], point: str
     ) -> _Received:
-        client = self._http()
+        client = self._http.get()
         try:
             async with client.stream("POST", url, content=content, headers=headers) as response:
                 return await self._read(response, url, point)

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
+from notebook_bcc.engine.engine import RunResult
+from notebook_bcc.engine.headless import HeadlessRun, close_headless, open_headless, open_stored
+from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import CurrentLocation, WorkflowSnapshot, new_snapshot
-from notebook_bcc.planners.base import PlannerRequest
+from notebook_bcc.planners.base import Planner, PlannerRequest
 from notebook_bcc.planners.http import HttpPlanner, HttpPlannerSettings
 from notebook_bcc.protocol.apply import build_observation
-from tests.planners.dslc_server import ScriptedServer
+from notebook_bcc.store.sqlite import SqliteStore
+from tests.planners.dslc_server import DSLC, ScriptedServer
 
 T = TypeVar("T")
 
@@ -101,3 +106,67 @@ def ask(http: HttpPlanner, method: str, req: PlannerRequest) -> Any:
             await http.aclose()
 
     return asyncio.run(scenario())
+
+
+class FolderRun:
+    """One headless run (auto-confirm) in a folder of its own: start it, resume it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.notebook = folder / "nb.ipynb"
+        self.state_db = folder / "state.sqlite"
+
+    def start(
+        self,
+        planner: Planner,
+        *,
+        problem: str | None = "Describe the house prices",
+        files: list[Path] | None = None,
+    ) -> RunResult:
+        """A new run of ``planner`` on the prices file (or ``files``)."""
+
+        async def scenario() -> RunResult:
+            engine = await open_headless(
+                HeadlessRun(
+                    planner=planner,
+                    notebook=self.notebook,
+                    state_db=self.state_db,
+                    problem=problem,
+                    files=[DSLC / "prices.csv"] if files is None else files,
+                    options=EngineOptions(auto_confirm=True, write_debounce=0.05),
+                )
+            )
+            try:
+                return await engine.run()
+            finally:
+                await close_headless(engine)
+
+        return asyncio.run(scenario())
+
+    def resume(self, planner_type: type[Any] | None = None) -> RunResult:
+        """Reopen the stored workflow (its planner rebuilt from the snapshot) and run on."""
+
+        async def scenario() -> RunResult:
+            engine = await open_stored(
+                self.state_db,
+                workflow_id=self.workflow_id(),
+                options=EngineOptions(auto_confirm=True, write_debounce=0.05),
+            )
+            try:
+                if planner_type is not None:
+                    assert isinstance(engine.planner, planner_type), "rebuilt from the snapshot"
+                await engine.recovery.prepare()
+                return await engine.run()
+            finally:
+                await close_headless(engine)
+
+        return asyncio.run(scenario())
+
+    def workflow_id(self) -> str:
+        """The one workflow in the state database."""
+        store = SqliteStore(self.state_db)
+        try:
+            (workflow_id,) = store.workflow_ids()
+            return workflow_id
+        finally:
+            store.close()

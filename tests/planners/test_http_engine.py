@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
-from notebook_bcc.engine.engine import RunResult
-from notebook_bcc.engine.headless import (
-    HeadlessRun,
-    close_headless,
-    open_headless,
-    open_stored,
-)
-from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.names import State
-from notebook_bcc.planners.base import Planner
 from notebook_bcc.planners.http import HttpPlanner
 from notebook_bcc.planners.recording import RecordingPlanner
 from notebook_bcc.planners.replay import ReplayPlanner
 from notebook_bcc.planners.transcript import read_transcript
 from notebook_bcc.store.sqlite import SqliteStore
-from tests.planners.conftest import fast
+from tests.planners.conftest import FolderRun, fast
 from tests.planners.dslc_server import DSLC, DslcResponder, Received, Scripted, ScriptedServer
 
 EXPECTED_SOURCES = [
@@ -54,52 +44,8 @@ EXPECTED_CALLS = [
 ]
 
 
-class Run:
-    """One headless run in a folder of its own."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.notebook = folder / "nb.ipynb"
-        self.state_db = folder / "state.sqlite"
-
-    def start(
-        self, planner: Planner, *, problem: str | None = "Describe the house prices", files=None
-    ) -> RunResult:  # type: ignore[no-untyped-def]
-        async def scenario() -> RunResult:
-            engine = await open_headless(
-                HeadlessRun(
-                    planner=planner,
-                    notebook=self.notebook,
-                    state_db=self.state_db,
-                    problem=problem,
-                    files=[DSLC / "prices.csv"] if files is None else files,
-                    options=EngineOptions(auto_confirm=True, write_debounce=0.05),
-                )
-            )
-            try:
-                return await engine.run()
-            finally:
-                await close_headless(engine)
-
-        return asyncio.run(scenario())
-
-    def resume(self) -> RunResult:
-        async def scenario() -> RunResult:
-            store = SqliteStore(self.state_db)
-            (workflow_id,) = store.workflow_ids()
-            store.close()
-            engine = await open_stored(
-                self.state_db,
-                workflow_id=workflow_id,
-                options=EngineOptions(auto_confirm=True, write_debounce=0.05),
-            )
-            try:
-                await engine.recovery.prepare()
-                return await engine.run()
-            finally:
-                await close_headless(engine)
-
-        return asyncio.run(scenario())
+class Run(FolderRun):
+    """A headless run with this module's views of what it wrote."""
 
     def sources(self) -> list[str]:
         notebook = nbformat.read(self.notebook, as_version=4)

@@ -7,7 +7,6 @@ loads the CSV into ``rows``, ``summarize`` computes ``mean_price`` and writes a 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -15,11 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from notebook_bcc.engine.engine import RunResult
-from notebook_bcc.engine.headless import HeadlessRun, close_headless, open_headless, open_stored
-from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.names import State
-from notebook_bcc.planners.base import Planner
 from notebook_bcc.planners.llm import LlmPlanner
 from notebook_bcc.planners.recording import RecordingPlanner
 from notebook_bcc.planners.transcript import read_transcript
@@ -34,6 +29,7 @@ from notebook_bcc.testing.scripted_llm import (
     tokens,
 )
 from tests.conftest import FIXTURES
+from tests.planners.conftest import FolderRun
 from tests.planners.llm_helpers import CONVERSATION, REPLIES, SECRET, fast
 
 PRICES = FIXTURES / "dslc" / "prices.csv"
@@ -61,51 +57,8 @@ AGENTS = [
 ]
 
 
-class Run:
-    """One headless run in a folder of its own."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.notebook = folder / "nb.ipynb"
-        self.state_db = folder / "state.sqlite"
-
-    def start(self, planner: Planner) -> RunResult:
-        async def scenario() -> RunResult:
-            engine = await open_headless(
-                HeadlessRun(
-                    planner=planner,
-                    notebook=self.notebook,
-                    state_db=self.state_db,
-                    problem="Describe the house prices",
-                    files=[PRICES],
-                    options=EngineOptions(auto_confirm=True, write_debounce=0.05),
-                )
-            )
-            try:
-                return await engine.run()
-            finally:
-                await close_headless(engine)
-
-        return asyncio.run(scenario())
-
-    def resume(self) -> RunResult:
-        async def scenario() -> RunResult:
-            store = SqliteStore(self.state_db)
-            (workflow_id,) = store.workflow_ids()
-            store.close()
-            engine = await open_stored(
-                self.state_db,
-                workflow_id=workflow_id,
-                options=EngineOptions(auto_confirm=True, write_debounce=0.05),
-            )
-            try:
-                assert isinstance(engine.planner, LlmPlanner), "rebuilt from snapshot.planner"
-                await engine.recovery.prepare()
-                return await engine.run()
-            finally:
-                await close_headless(engine)
-
-        return asyncio.run(scenario())
+class Run(FolderRun):
+    """A headless run with this module's views of what it wrote."""
 
     def code(self) -> list[str]:
         cells = nbformat.read(self.notebook, as_version=4).cells
@@ -240,7 +193,7 @@ def test_a_reply_that_stays_unusable_fails_the_run_and_resume_completes(
         assert snapshot.usage.prompt_tokens == sum(prompts)
         assert snapshot.usage.completion_tokens == 3 * tokens(bad)
         server.add(load_replies(CONVERSATION))
-        resumed = run.resume()
+        resumed = run.resume(LlmPlanner)
     assert resumed.exit_code == 0, resumed.snapshot.run
     assert resumed.snapshot.fsm.state is State.WORKFLOW_COMPLETED
     assert run.code() == CODE

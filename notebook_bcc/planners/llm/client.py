@@ -29,7 +29,12 @@ from typing import Any
 
 import httpx
 
-from notebook_bcc.planners.http import backoff_delay, charset_of, parse_retry_after
+from notebook_bcc.planners.http import (
+    LoopClient,
+    backoff_delay,
+    charset_of,
+    parse_retry_after,
+)
 from notebook_bcc.planners.llm.errors import LlmApiError, LlmResponseError
 from notebook_bcc.planners.llm.settings import LlmSettings, api_key
 from notebook_bcc.planners.llm.sse import SseDecoder, SseError, SseEvent
@@ -279,9 +284,11 @@ class ChatClient:
         self.config = settings
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._http = LoopClient(
+            connect_timeout=settings.connect_timeout,
+            idle_timeout=settings.idle_timeout,
+            transport=transport,
+        )
         self.attempts = 0
         """HTTP attempts made so far (retries included)."""
 
@@ -298,28 +305,9 @@ class ChatClient:
             body["max_tokens"] = config.max_tokens
         return body
 
-    def _http(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            config = self.config
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(
-                    connect=config.connect_timeout,
-                    read=config.idle_timeout,
-                    write=config.idle_timeout,
-                    pool=config.connect_timeout,
-                ),
-                follow_redirects=False,
-                transport=self._transport,
-            )
-            self._client_loop = loop
-        return self._client
-
     async def aclose(self) -> None:
         """Close the connections."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        await self._http.aclose()
 
     async def complete(self, messages: list[ChatMessage], *, agent: str) -> ChatResult:
         """One chat completion, retried as the module docstring says."""
@@ -390,7 +378,7 @@ class ChatClient:
     async def _attempt(
         self, url: str, content: bytes, headers: dict[str, str], secret: str | None, agent: str
     ) -> _Answer:
-        client = self._http()
+        client = self._http.get()
         try:
             async with client.stream("POST", url, content=content, headers=headers) as response:
                 return await self._read(response, url, secret, agent)
