@@ -18,7 +18,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.conftest import free_port, token_request
 from tests.server.conftest import EXAMPLES, SERVER_FIXTURES
 
 try:
@@ -83,14 +83,6 @@ def _unavailable(reason: str) -> None:
 
 
 # -- the jupyter lab subprocess -------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def python_language_info() -> dict[str, Any]:
@@ -204,22 +196,7 @@ class Lab:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """``(status, decoded JSON body)`` of a token-authenticated request."""
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.base + path,
-            data=data,
-            method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                return exc.code, json.loads(raw or b"null")
-            except ValueError:
-                return exc.code, raw.decode(errors="replace")
+        return token_request(self.base, self.token, method, path, body)
 
     def ok(self, method: str, path: str, body: Any = None) -> Any:
         code, answer = self.request(method, path, body)

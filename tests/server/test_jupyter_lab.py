@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,24 +18,18 @@ from typing import Any
 import pytest
 
 from notebook_bcc.store.sqlite import SqliteStore
+from tests.conftest import free_port, token_request
 from tests.server.conftest import EXAMPLES, SERVER_FIXTURES
 
 JUPYTER_LAB = Path(sys.executable).parent / "jupyter-lab"
 TOKEN = "notebook-bcc-test-token"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class Server:
     """A ``jupyter lab`` subprocess and a tiny client for it."""
 
     def __init__(self, root: Path, home: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}/"
         self.log = (home / "server.log").open("wb")
         env = {
@@ -63,18 +56,7 @@ class Server:
         )
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.base + path,
-            data=data,
-            method=method,
-            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
+        return token_request(self.base, TOKEN, method, path, body)
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

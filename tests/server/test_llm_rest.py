@@ -20,6 +20,21 @@ def _start(planner: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"notebook_path": "work/llm.ipynb", "planner": planner, **extra}
 
 
+async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict[str, Any]:
+    """Start ``planner`` on work/prices.csv (auto-confirm) and wait until the run ended."""
+    (root / "work").mkdir()
+    shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
+    body = _start(
+        planner,
+        problem="Describe the house prices",
+        files=["work/prices.csv"],
+        options={"auto_confirm": True},
+    )
+    code, started = await api.call("POST", "workflows", body=body)
+    assert code == 201, started
+    return await api.wait_status(started["workflow_id"], "completed", "failed")
+
+
 @pytest.mark.parametrize(
     ("planner", "message"),
     [
@@ -64,22 +79,9 @@ async def test_a_whole_llm_run_over_rest(
     api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
-    (root / "work").mkdir()
-    shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
     with ScriptedLlmServer(CONVERSATION) as server:
         planner = {"kind": "llm", "model": "scripted", "base_url": server.base_url}
-        code, started = await api.call(
-            "POST",
-            "workflows",
-            body=_start(
-                planner,
-                problem="Describe the house prices",
-                files=["work/prices.csv"],
-                options={"auto_confirm": True},
-            ),
-        )
-        assert code == 201, started
-        finished = await api.wait_status(started["workflow_id"], "completed", "failed")
+        finished = await _run_to_the_end(api, root, planner)
     assert finished["run"]["status"] == "completed", finished["run"]
     assert finished["planner"]["kind"] == "llm"
     assert finished["planner"]["settings"]["base_url"] == server.base_url
@@ -98,8 +100,6 @@ async def test_a_template_folder_under_the_root_replaces_the_shipped_prompt(
     api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
-    (root / "work").mkdir()
-    shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
     prompts = root / "team" / "prompts"
     prompts.mkdir(parents=True)
     marker = "Our team plans in exactly the stages the replies below name."
@@ -114,18 +114,7 @@ async def test_a_template_folder_under_the_root_replaces_the_shipped_prompt(
             "base_url": server.base_url,
             "templates": "team/prompts",
         }
-        code, started = await api.call(
-            "POST",
-            "workflows",
-            body=_start(
-                planner,
-                problem="Describe the house prices",
-                files=["work/prices.csv"],
-                options={"auto_confirm": True},
-            ),
-        )
-        assert code == 201, started
-        finished = await api.wait_status(started["workflow_id"], "completed", "failed")
+        finished = await _run_to_the_end(api, root, planner)
     assert finished["run"]["status"] == "completed", finished["run"]
     stage_prompts = [str(m) for m in server.prompts("stage-planner")[0]]
     assert any(marker in text for text in stage_prompts)
