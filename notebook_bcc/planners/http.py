@@ -380,8 +380,9 @@ class HttpProtocolError(ProtocolError):
         )
 
 
-class _Retryable(Exception):
-    """An attempt that may succeed if tried again (transport failure, 5xx, 429)."""
+class RetryableAttempt(Exception):
+    """An attempt that may succeed if tried again (transport failure, 5xx, 429): ``cause``
+    says why, ``retry_after`` is the server's wish in seconds. Shared with the LLM client."""
 
     def __init__(
         self, cause: str, *, status: int | None = None, retry_after: float | None = None
@@ -390,6 +391,27 @@ class _Retryable(Exception):
         self.cause = cause
         self.status = status
         self.retry_after = retry_after
+
+
+def transport_retry(
+    exc: httpx.TransportError, connect_timeout: float, idle_timeout: float
+) -> RetryableAttempt:
+    """The retryable attempt a transport failure (timeouts, refused or lost connections) is,
+    with a cause a user can act on."""
+    cause: str
+    if isinstance(exc, httpx.ConnectTimeout):
+        cause = f"connect timeout ({connect_timeout}s)"
+    elif isinstance(exc, httpx.ConnectError):
+        cause = f"cannot connect: {exc or type(exc).__name__}"
+    elif isinstance(exc, httpx.PoolTimeout):
+        cause = "no free connection in the pool"
+    elif isinstance(exc, httpx.ReadTimeout):
+        cause = f"no data within the idle timeout ({idle_timeout}s)"
+    elif isinstance(exc, httpx.TimeoutException):
+        cause = f"timeout: {type(exc).__name__}"
+    else:
+        cause = f"connection lost: {exc or type(exc).__name__}"
+    return RetryableAttempt(cause)
 
 
 @dataclass(frozen=True)
@@ -606,7 +628,7 @@ class HttpPlanner:
                     self._attempt(url, content, headers, point),
                     timeout=self.config.total_timeout,
                 )
-            except _Retryable as failure:
+            except RetryableAttempt as failure:
                 causes.append(failure.cause)
                 last_status = failure.status
                 if attempt == total_attempts:
@@ -664,30 +686,20 @@ class HttpPlanner:
         try:
             async with client.stream("POST", url, content=content, headers=headers) as response:
                 return await self._read(response, url, point)
-        except (_Retryable, ProtocolError, PlannerError):
+        except (RetryableAttempt, ProtocolError, PlannerError):
             raise
-        except httpx.ConnectTimeout:
-            raise _Retryable(f"connect timeout ({self.config.connect_timeout}s)") from None
-        except httpx.ConnectError as exc:
-            raise _Retryable(f"cannot connect: {exc or type(exc).__name__}") from None
-        except httpx.PoolTimeout:
-            raise _Retryable("no free connection in the pool") from None
-        except httpx.ReadTimeout:
-            idle = self.config.idle_timeout
-            raise _Retryable(f"no response within the idle timeout ({idle}s)") from None
-        except httpx.TimeoutException as exc:
-            raise _Retryable(f"timeout: {type(exc).__name__}") from None
-        except (httpx.RemoteProtocolError, httpx.NetworkError) as exc:
-            raise _Retryable(f"connection lost: {exc or type(exc).__name__}") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             raise HttpPlannerError(f"bad planner URL {url}: {exc}") from None
+        except httpx.TransportError as exc:
+            config = self.config
+            raise transport_retry(exc, config.connect_timeout, config.idle_timeout) from None
 
     async def _read(self, response: httpx.Response, url: str, point: str) -> _Received:
         status = response.status_code
         content_type = response.headers.get("content-type")
         if status == 429 or status >= 500:
             excerpt = await _excerpt(response)
-            raise _Retryable(
+            raise RetryableAttempt(
                 f"HTTP {status}{excerpt}",
                 status=status,
                 retry_after=parse_retry_after(response.headers.get("retry-after")),
@@ -740,7 +752,7 @@ class HttpPlanner:
         except ProtocolError as exc:
             raise refuse(exc) from None
         except httpx.ReadTimeout:
-            raise _Retryable(
+            raise RetryableAttempt(
                 f"the stream stopped for {self.config.idle_timeout}s after {len(received)} bytes",
                 status=status,
             ) from None

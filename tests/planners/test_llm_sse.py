@@ -113,11 +113,11 @@ def test_malformed_stream_chunks_are_typed_errors_naming_where(data: str, messag
 
 
 def test_an_error_event_mid_stream_is_retryable_not_a_bad_answer() -> None:
-    from notebook_bcc.planners.llm.client import _Retryable
+    from notebook_bcc.planners.http import RetryableAttempt
 
-    with pytest.raises(_Retryable, match="mid-stream: overloaded"):
+    with pytest.raises(RetryableAttempt, match="mid-stream: overloaded"):
         StreamAssembler().feed(SseEvent('{"error": {"message": "overloaded"}}'))
-    with pytest.raises(_Retryable):
+    with pytest.raises(RetryableAttempt):
         StreamAssembler().feed(SseEvent('{"message": "x"}', event="error"))
 
 

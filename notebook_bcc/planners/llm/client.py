@@ -31,9 +31,11 @@ import httpx
 
 from notebook_bcc.planners.http import (
     LoopClient,
+    RetryableAttempt,
     backoff_delay,
     charset_of,
     parse_retry_after,
+    transport_retry,
 )
 from notebook_bcc.planners.llm.errors import LlmApiError, LlmResponseError
 from notebook_bcc.planners.llm.settings import LlmSettings, api_key
@@ -192,18 +194,6 @@ def read_completion(raw: bytes, charset: str = "utf-8") -> tuple[str, str | None
     return content, _finish_reason(choice, "/choices/0"), read_usage(doc.get("usage"), "body")
 
 
-class _Retryable(Exception):
-    """An attempt that may pass if tried again."""
-
-    def __init__(
-        self, cause: str, *, status: int | None = None, retry_after: float | None = None
-    ) -> None:
-        super().__init__(cause)
-        self.cause = cause
-        self.status = status
-        self.retry_after = retry_after
-
-
 class StreamAssembler:
     """Joins streamed chunks (SSE events) into one answer (see the module docstring)."""
 
@@ -230,7 +220,7 @@ class StreamAssembler:
             raise LlmResponseError(f"{where}: expected a JSON object")
         if event.event == "error" or ("error" in doc and "choices" not in doc):
             message = _error_text(doc.get("error", doc)) or "an error event"
-            raise _Retryable(f"the API reported an error mid-stream: {message}")
+            raise RetryableAttempt(f"the API reported an error mid-stream: {message}")
         usage = read_usage(doc.get("usage"), where)
         if usage is not None:
             self.usage = usage
@@ -335,7 +325,7 @@ class ChatClient:
                     self._attempt(url, content, headers, secret, agent),
                     timeout=config.total_timeout,
                 )
-            except _Retryable as failure:
+            except RetryableAttempt as failure:
                 causes.append(redact(failure.cause, secret))
                 last_status = failure.status
                 retry_after = failure.retry_after
@@ -382,23 +372,13 @@ class ChatClient:
         try:
             async with client.stream("POST", url, content=content, headers=headers) as response:
                 return await self._read(response, url, secret, agent)
-        except (_Retryable, LlmApiError):
+        except (RetryableAttempt, LlmApiError):
             raise
-        except httpx.ConnectTimeout:
-            raise _Retryable(f"connect timeout ({self.config.connect_timeout}s)") from None
-        except httpx.ConnectError as exc:
-            raise _Retryable(f"cannot connect: {exc or type(exc).__name__}") from None
-        except httpx.PoolTimeout:
-            raise _Retryable("no free connection in the pool") from None
-        except httpx.ReadTimeout:
-            idle = self.config.idle_timeout
-            raise _Retryable(f"no data within the idle timeout ({idle}s)") from None
-        except httpx.TimeoutException as exc:
-            raise _Retryable(f"timeout: {type(exc).__name__}") from None
-        except (httpx.RemoteProtocolError, httpx.NetworkError) as exc:
-            raise _Retryable(f"connection lost: {exc or type(exc).__name__}") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             raise LlmApiError(f"{agent}: bad LLM URL {url}: {exc}") from None
+        except httpx.TransportError as exc:
+            config = self.config
+            raise transport_retry(exc, config.connect_timeout, config.idle_timeout) from None
 
     async def _read(
         self, response: httpx.Response, url: str, secret: str | None, agent: str
@@ -407,7 +387,7 @@ class ChatClient:
         content_type = response.headers.get("content-type")
         if status >= 500 or status in RETRYABLE_STATUSES:
             excerpt = redact(await _error_excerpt(response), secret)
-            raise _Retryable(
+            raise RetryableAttempt(
                 f"HTTP {status}{excerpt}",
                 status=status,
                 retry_after=parse_retry_after(response.headers.get("retry-after")),
@@ -456,15 +436,15 @@ class ChatClient:
         except SseError as exc:
             raise LlmResponseError(f"the event stream is malformed: {exc}") from None
         except httpx.ReadTimeout:
-            raise _Retryable(
+            raise RetryableAttempt(
                 f"the stream stopped for {self.config.idle_timeout}s after {size} bytes"
             ) from None
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise _Retryable(
+            raise RetryableAttempt(
                 f"the stream was cut after {size} bytes ({exc or type(exc).__name__})"
             ) from None
         if not assembler.done and assembler.finish_reason is None:
-            raise _Retryable(f"the stream ended after {size} bytes without its end ([DONE])")
+            raise RetryableAttempt(f"the stream ended after {size} bytes without its end ([DONE])")
         return _Answer(assembler.content, assembler.finish_reason, assembler.usage)
 
 
