@@ -32,6 +32,12 @@ def register(subparsers: Any) -> None:
         "--restart", action="store_true", help="from error: restart the workflow, not the behavior"
     )
     resume.add_argument("--cell-timeout", type=float, help="seconds per cell (default: none)")
+    resume.add_argument(
+        "--ask-before-rebuild",
+        action="store_true",
+        help="ask before replaying the completed cells into the new kernel (default: replay at "
+        "once; a failed replay always asks)",
+    )
     resume.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
     resume.set_defaults(handler=_resume)
     trace = subparsers.add_parser(
@@ -76,7 +82,11 @@ def _resume(args: argparse.Namespace) -> int:
             )
             _list(pending)
             return 2
-    options = EngineOptions(auto_confirm=args.auto_confirm, cell_timeout=args.cell_timeout)
+    options = EngineOptions(
+        auto_confirm=args.auto_confirm,
+        cell_timeout=args.cell_timeout,
+        ask_before_rebuild=args.ask_before_rebuild,
+    )
     view = choose_view(json_lines=args.json)
     answer = "approve" if args.approve else "reject"
     return asyncio.run(
@@ -112,6 +122,7 @@ async def _drive(
 
     from notebook_bcc.engine.engine import exit_code_for
     from notebook_bcc.engine.headless import close_headless, open_stored
+    from notebook_bcc.errors import NotebookBccError
 
     engine = await open_stored(state_db, workflow_id=workflow_id, options=options)
     loop = asyncio.get_running_loop()
@@ -126,8 +137,20 @@ async def _drive(
     result = None
     try:
         await engine.recovery.prepare(restart=restart)
+        pending = {p.id: p for p in engine.snapshot.run.pending}
+        if (
+            decision is not None
+            and decision not in pending
+            and decision.startswith("kernel_rebuild-")
+        ):
+            decision = None  # the kernel was restored as this process started (D11)
         if decision is not None:
-            await engine.decide(decision, answer, actor="human")
+            try:
+                await engine.decide(decision, answer, actor="human")
+            except NotebookBccError as exc:
+                print(f"error: {exc.message}", file=sys.stderr)
+                _list(engine.snapshot.run.pending)
+                return exit_code_for(engine.snapshot)
         if engine.snapshot.run.status != "waiting" or not engine.snapshot.run.pending:
             result = await engine.run()
     finally:

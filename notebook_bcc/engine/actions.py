@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notebook_bcc.engine.irreversible import is_irreversible
@@ -49,8 +51,20 @@ if TYPE_CHECKING:
 
 LAST_OUTPUT_CHARS = 500
 HEADING_ACTIONS = (NewChapterAction, NewSectionAction, NewStepAction)
+INPUTS_TAG = "notebook-bcc-inputs"
+"""The tag of the inputs cell (papermill-style tools find cells by tag)."""
 INPUTS_PATH = ActionPath("_inputs", 1, "_inputs", "inputs", 1, 0)
 """The path of the inputs cell (scoped to the workflow when used)."""
+
+
+def portable_path(path: str, folder: Path) -> str:
+    """``path`` relative to ``folder`` when it is absolute and on the same drive."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        return os.path.relpath(path, folder)
+    except ValueError:
+        return path
 
 
 def _source(cell: Any) -> str:
@@ -153,21 +167,49 @@ class ActionExecutor:
 
     # -- the inputs cell ------------------------------------------------------------------
 
-    async def inputs_cell(self) -> None:
-        """A visible first code cell with ``user_problem`` / ``user_submit_files`` (seed 000).
+    async def inputs_done(self) -> bool:
+        """True once this workflow's inputs cell was started under a contract (any status)."""
+        workflow_id = self.engine.snapshot.workflow_id
+        key = INPUTS_PATH.key
+        contracts = await self.engine.store.call(lambda s: s.contracts(workflow_id))
+        return any(
+            c.action_type == "cell_execution" and c.metadata.get("path") == key for c in contracts
+        )
 
-        Executed under its own contract like any action, so the notebook runs on its own later.
+    def inputs_source(self) -> str:
+        """The inputs cell's code: the problem and the input files, relative to the notebook.
+
+        The kernel runs in the notebook's folder, so relative paths keep the notebook portable
+        (it runs again wherever the folder is copied); a file on another drive stays absolute.
         """
         snap = self.engine.snapshot
-        code = (
+        folder = self.engine.runtime.notebook_path.parent
+        files = [portable_path(path, folder) for path in snap.files]
+        return (
             "# notebook-bcc inputs (seed 000: the user's problem and submitted files)\n"
             f"user_problem = {snap.problem!r}\n"
-            f"user_submit_files = {list(snap.files)!r}\n"
+            f"user_submit_files = {files!r}\n"
         )
-        add = AddAction(content=code, shot_type="action")
-        runner = self.engine.runtime.runner
+
+    async def inputs_cell(self) -> None:
+        """The inputs cell (``user_problem`` / ``user_submit_files``, seed 000), run first.
+
+        Written on every start, whatever the notebook holds: after the user's cells, or in
+        place of the blank cell JupyterLab puts in a new notebook. Tagged ``INPUTS_TAG`` so
+        tools (and a parameters cell) can find it. Executed under its own contract like any
+        action, so the notebook runs on its own later.
+        """
+        snap = self.engine.snapshot
+        runtime = self.engine.runtime
+        blank = runtime.document.blank_trailing_cell()
+        if blank is not None:
+            runtime.document.remove(blank)
+            runtime.writer.absorb(blank)
+        add = AddAction(
+            content=self.inputs_source(), shot_type="action", metadata={"tags": [INPUTS_TAG]}
+        )
         inputs_path = dataclasses.replace(INPUTS_PATH, scope=snap.workflow_id)
-        outcome = runner.apply(add, inputs_path)
+        outcome = runtime.runner.apply(add, inputs_path)
         if outcome.cell_id is None:
             await self.engine.fail_run(f"could not add the inputs cell: {outcome.refused}")
             return

@@ -446,7 +446,7 @@ class Engine:
             return
         await self.runtime.start()
         self.kernel_started = True
-        if not self.snapshot.notebook.cell_count and not self.runtime.document.cells:
+        if not await self.actions.inputs_done():
             await self.actions.inputs_cell()
 
     async def step(self) -> None:
@@ -978,6 +978,13 @@ class Engine:
         if pending is None:
             known = ", ".join(p.id for p in self.snapshot.run.pending) or "none"
             raise NotebookBccError(f"no pending decision {decision_id!r} (pending: {known})")
+        rebuild = next((p for p in self.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
+        if rebuild is not None and pending.kind not in ("kernel_rebuild", "in_doubt"):
+            # D11: nothing is decided while the kernel lacks the state the decision builds on
+            raise NotebookBccError(
+                f"answer {rebuild.id} first: the kernel has not been restored ({rebuild.message})",
+                details={"blocked_by": rebuild.id, "decision": decision_id},
+            )
         if pending.kind in UPDATE_EVENTS:
             await self._decide_update(pending, decision, actor)
         elif pending.kind == "stage_confirmation":

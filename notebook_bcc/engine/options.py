@@ -16,6 +16,7 @@ class EngineOptions:
     ``confirm_irreversible`` asks before an irreversible action runs (D9). ``max_hops`` caps
     stage entries (default: 10 x the stage count, D14/D16). ``cell_timeout`` limits each cell
     (seconds, None = none). ``max_iterations`` is D15's default behavior-iteration cap per step.
+    ``ask_before_rebuild`` makes a new kernel wait for a human before cells are replayed.
     """
 
     auto_confirm: bool = False
@@ -28,3 +29,6 @@ class EngineOptions:
     irreversible_patterns: tuple[str, ...] = field(default=DEFAULT_PATTERNS)
     observation_format: str = "state"
     write_debounce: float = 0.5
+    ask_before_rebuild: bool = False
+    """Ask a human (a ``kernel_rebuild`` decision) before replaying cells into a new kernel;
+    by default the replay runs at once and a human is asked only when it fails (D11)."""

@@ -51,7 +51,7 @@ class Recovery:
         engine = self.engine
         await engine.runtime.start()
         engine.kernel_started = True
-        if not engine.runtime.document.cells:
+        if not await engine.actions.inputs_done():
             await engine.actions.inputs_cell()
         await self._settle_running()
         if not kernel_alive:
@@ -159,35 +159,58 @@ class Recovery:
         return chosen
 
     async def _kernel_state(self) -> None:
+        """A new kernel gets the completed reversible cells replayed before anything runs.
+
+        D11 (revised): the replay is automatic — a user answering a decision in a new
+        process never asked for an empty kernel. A ``kernel_rebuild`` decision is created
+        only when the user asked to be asked (``ask_before_rebuild``) or when the replay
+        failed (naming the cell); stale ones from an earlier process are dropped, since that
+        kernel is gone and this one is rebuilt now.
+        """
         engine = self.engine
+        snap = engine.snapshot
+        for pending in [p for p in snap.run.pending if p.kind == "kernel_rebuild"]:
+            snap = drop_pending(snap, pending.id)
+        engine.snapshot = snap
         if not await self._replayable():
+            if snap.run.status == "waiting" and not snap.run.pending:
+                await engine.commit(with_run(snap, "running"))
             return
-        existing = [p for p in engine.snapshot.run.pending if p.kind == "kernel_rebuild"]
-        if engine.options.auto_confirm:
-            snap = engine.snapshot
-            for pending in existing:
-                snap = drop_pending(snap, pending.id)
-            engine.snapshot = snap
-            await self.rebuild(actor="auto-confirm")
+        if engine.options.ask_before_rebuild and not engine.options.auto_confirm:
+            await self._ask_rebuild(
+                "The kernel is new: re-execute the completed reversible code cells silently "
+                "to restore its state? (irreversible cells are skipped)",
+                {},
+            )
             return
-        if existing:
-            return
+        actor = "auto-confirm" if engine.options.auto_confirm else "recovery"
+        failed = await self.rebuild(actor=actor)
+        if failed is not None and not engine.options.auto_confirm:
+            cell_id, why = failed
+            await self._ask_rebuild(
+                f"Restoring the kernel failed at cell {cell_id} ({why}). Approve to replay the "
+                "cells again (e.g. after fixing an input file), reject to go on without the "
+                "missing state.",
+                {"cell_id": cell_id, "error": why},
+            )
+
+    async def _ask_rebuild(self, message: str, details: dict[str, Any]) -> None:
+        engine = self.engine
         snap, decision = add_pending(
             engine.snapshot,
             f"kernel_rebuild-{uuid.uuid4().hex[:8]}",
             "kernel_rebuild",
-            "The kernel is new: re-execute the completed reversible code cells silently to "
-            "restore its state? (irreversible cells are skipped)",
-            {},
+            message,
+            details,
         )
         await engine.commit(
-            with_run(snap, "waiting", "the kernel must be rebuilt"),
+            with_run(snap, "waiting", message),
             events=[
                 EventDraft(
                     "decision",
                     event="created",
                     actor="recovery",
-                    detail={"id": decision.id, "kind": "kernel_rebuild"},
+                    detail={"id": decision.id, "kind": "kernel_rebuild", **details},
                 )
             ],
             kinds=frozenset({"decision"}),
@@ -196,22 +219,41 @@ class Recovery:
     async def answer_rebuild(
         self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
     ) -> None:
-        """Approve: rebuild now. Reject: continue on the empty kernel (variables missing)."""
+        """Approve: replay now (again). Reject: continue on the kernel as it is."""
         engine = self.engine
         engine.snapshot = drop_pending(engine.snapshot, pending.id)
         if decision == "approve":
-            await self.rebuild(actor=actor)
+            failed = await self.rebuild(actor=actor)
+            if failed is not None:
+                cell_id, why = failed
+                await self._ask_rebuild(
+                    f"Restoring the kernel failed again at cell {cell_id} ({why}). Approve to "
+                    "replay again, reject to go on without the missing state.",
+                    {"cell_id": cell_id, "error": why},
+                )
             return
         snap = engine.snapshot
         effect = "WARN: kernel not rebuilt: variables of earlier cells are missing"
         snap = snap.model_copy(update={"effects": add_current(snap.effects, [effect])})
         await engine.commit(
             with_run(snap, "running") if not snap.run.pending else snap,
+            events=[
+                EventDraft(
+                    "decision",
+                    event="reject",
+                    actor=actor,
+                    detail={"id": pending.id, "kind": "kernel_rebuild"},
+                )
+            ],
             kinds=frozenset({"decision"}),
         )
 
-    async def rebuild(self, *, actor: str) -> None:
-        """Re-execute completed reversible code cells silently, in notebook order (D11)."""
+    async def rebuild(self, *, actor: str) -> tuple[str, str] | None:
+        """Re-execute completed reversible code cells silently, in notebook order (D11).
+
+        Returns the first cell whose replay failed and why, or None when every one ran.
+        Irreversible cells are never replayed: a warning effect names each one.
+        """
         engine = self.engine
         session = engine.runtime.session
         timeout = engine.options.cell_timeout or REPLAY_TIMEOUT
@@ -219,6 +261,7 @@ class Recovery:
         contracts: list[ExecutionContract] = []
         effects: list[str] = []
         replayed = 0
+        first_failure: tuple[str, str] | None = None
         for row, original in await self._replayable():
             if original.irreversible:
                 effects.append(
@@ -246,6 +289,8 @@ class Recovery:
                 why = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
                 done, last = fire(started, "fail", actor=actor, error_message=why)
                 effects.append(f"WARN: replaying cell {row.cell_id} failed: {why}")
+                if first_failure is None:
+                    first_failure = (row.cell_id, why)
             records += last
             contracts.append(done)
         snap = engine.snapshot
@@ -261,11 +306,16 @@ class Recovery:
                     "decision",
                     event="approve",
                     actor=actor,
-                    detail={"kind": "kernel_rebuild", "replayed": replayed},
+                    detail={
+                        "kind": "kernel_rebuild",
+                        "replayed": replayed,
+                        "failed": first_failure[0] if first_failure else None,
+                    },
                 )
             ],
             kinds=frozenset({"replay"}),
         )
+        return first_failure
 
     async def _retry_behavior(self) -> None:
         """D1: resume in ``error`` retries the failed behavior (START_BEHAVIOR), next iteration."""

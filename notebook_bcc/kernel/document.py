@@ -117,6 +117,36 @@ class NotebookDocument:
         self._track(cell, position)
         return position
 
+    def remove(self, cell_id: str) -> NotebookNode | None:
+        """Take the cell with this id out of the document (positions after it move up)."""
+        position = self._positions.get(cell_id)
+        if position is None:
+            return None
+        cell: NotebookNode = self.nb.cells.pop(position)
+        self._positions = {}
+        self._ours.discard(cell_id)
+        for index, other in enumerate(self.nb.cells):
+            other_id = other.get("id")
+            if other_id:
+                self._positions[other_id] = index
+        return cell
+
+    def blank_trailing_cell(self) -> str | None:
+        """The id of a trailing cell a workflow may take over: one the user never wrote in.
+
+        JupyterLab gives every new notebook one empty code cell; a workflow started on it
+        writes its inputs cell there instead of below an empty line. A cell with source,
+        outputs, or notebook-bcc metadata is never taken.
+        """
+        last = self.last_cell()
+        if last is None or bcc_of(last) is not None or not last.get("id"):
+            return None
+        source = last.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        if text.strip() or last.get("outputs") or last.get("attachments"):
+            return None
+        return str(last["id"])
+
     def get(self, cell_id: str) -> NotebookNode | None:
         """The cell with this id, or None."""
         position = self._positions.get(cell_id)

@@ -140,6 +140,7 @@ class NotebookWriter:
         self._placed: set[str] = set()
         self._detached: set[str] = set()
         self._deleted: set[str] = set()
+        self._absorbed: set[str] = set()
         self._digest: str | None = None
         self._stamp: _Stamp | None = None
         self._disk_metadata: dict[str, Any] = {}
@@ -156,6 +157,18 @@ class NotebookWriter:
 
     def metadata_changed(self, metadata: Any) -> None:
         """Notebook metadata changed: write it with the next (debounced) write."""
+        self._metadata_dirty = True
+        self._schedule()
+
+    def absorb(self, cell_id: str) -> None:
+        """A blank cell of the user's that the workflow took over (see ``blank_trailing_cell``).
+
+        It is left out of every merge from now on while it stays blank in the file: a copy
+        of the notebook that still holds it (an editor's unsaved model) does not bring it back,
+        but text typed into it does.
+        """
+        self._absorbed.add(cell_id)
+        self._layout = [entry for entry in self._layout if entry[2] != cell_id]
         self._metadata_dirty = True
         self._schedule()
 
@@ -373,6 +386,8 @@ class NotebookWriter:
         placed: set[str] = set()
         for cell in disk.get("cells", []):
             cell_id = cell.get("id")
+            if cell_id in self._absorbed and not _source_text(cell).strip():
+                continue
             if isinstance(cell_id, str) and cell_id in ours and cell_id not in placed:
                 if cell_id not in detached and _source_text(cell) == self._baseline(cell_id, plan):
                     layout.append(("ours", cell_id, cell_id))
