@@ -88,6 +88,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-hops", type=int, help="cap on stage entries (default 10 x stages)")
     parser.add_argument("--cell-timeout", type=float, help="seconds per cell (default: none)")
     parser.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
+    parser.add_argument(
+        "--abandon",
+        action="store_true",
+        help="start anew even if the notebook's earlier run is unfinished (it is recorded as "
+        "cancelled and kept in the store); without it such a run makes `run` exit 2",
+    )
     _planner_arguments(parser)
     parser.set_defaults(handler=_run)
 
@@ -286,6 +292,7 @@ def _run(args: argparse.Namespace) -> int:
     notebook = args.notebook or Path("out") / name / f"{name}.ipynb"
     state_db = args.state_db or notebook.with_name("state.sqlite")
     run = HeadlessRun(
+        abandon=args.abandon,
         planner=planner,
         notebook=notebook,
         state_db=state_db,

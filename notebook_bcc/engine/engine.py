@@ -25,8 +25,10 @@ from time import monotonic
 from typing import Any, Literal
 
 from notebook_bcc.engine.actions import ActionExecutor
+from notebook_bcc.engine.failure import failure_cause
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.recovery import Recovery
+from notebook_bcc.engine.retry import restart_run, retry
 from notebook_bcc.engine.routing import (
     add_pending,
     count_stage_entry,
@@ -816,8 +818,18 @@ class Engine:
         if route.target is None:
             if route.failed:
                 end = f" in end state {route.end_state!r}" if route.end_state else ""
+                cause = await failure_cause(self)
+                because = f": {cause}" if cause else ""
+                machine = snap.stage_machine.model_copy(
+                    update={"current_state": route.end_state or "failed"}
+                )
+                snap = snap.model_copy(update={"stage_machine": machine})
                 await self.commit(
-                    with_run(snap, "failed", f"stage {stage_id} failed; the workflow ended{end}"),
+                    with_run(
+                        snap,
+                        "failed",
+                        f"stage {stage_id} failed{because}; the workflow ended{end}",
+                    ),
                     events=[
                         EventDraft("run", event="route", detail={**detail, "end": route.end_state})
                     ],
@@ -910,7 +922,7 @@ class Engine:
         if check_version:
             self._check_version(command.expected_version)
         async with self.lock:
-            loose = isinstance(command, ActionCommand) or (
+            loose = (isinstance(command, ActionCommand) and command.action in ("run", "pause")) or (
                 isinstance(command, EventCommand) and command.event is Event.CANCEL
             )
             if check_version and not loose:
@@ -934,6 +946,10 @@ class Engine:
                 )
             if command.action == "pause":
                 await self.commit(with_run(self.snapshot, "paused", "paused by a human"))
+            elif command.action == "retry":
+                await retry(self, actor="human")
+            elif command.action == "restart":
+                await restart_run(self, actor="human")
             elif self.snapshot.run.status in ("paused", "interrupted", "failed"):
                 await self.commit(with_run(self.snapshot, "running"))
         else:

@@ -14,6 +14,7 @@ from typing import Any
 
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.engine.rerun import drop_workflow_cells, release_notebook
 from notebook_bcc.engine.runtime import KernelRuntime
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.document import NotebookDocument
@@ -36,12 +37,17 @@ class HeadlessRun:
     files: list[Path] = field(default_factory=list)
     options: EngineOptions = field(default_factory=EngineOptions)
     workflow_id: str | None = None
+    abandon: bool = False
+    """Archive the notebook's unfinished earlier run (recorded as cancelled) instead of
+    refusing to start (see :mod:`notebook_bcc.engine.rerun`)."""
 
 
 async def open_headless(run: HeadlessRun) -> Engine:
     """Create the workflow in the store and return its engine (kernel not started yet).
 
-    An existing notebook is read and appended to (D19); its cells are never executed.
+    An existing notebook is read and appended to (D19); its cells are never executed. Cells
+    of the notebook's earlier runs are removed and those runs archived first, as papermill
+    overwrites its output (:mod:`notebook_bcc.engine.rerun`).
     """
     missing = [str(path) for path in run.files if not path.exists()]
     if missing:
@@ -49,13 +55,15 @@ async def open_headless(run: HeadlessRun) -> Engine:
     workflow_id = run.workflow_id or f"wf-{uuid.uuid4().hex[:12]}"
     notebook = run.notebook.resolve()
     notebook.parent.mkdir(parents=True, exist_ok=True)
-    document = (
-        NotebookDocument.read(notebook, workflow_id=workflow_id)
-        if notebook.exists()
-        else NotebookDocument(workflow_id=workflow_id)
-    )
     store = await AsyncStore.open(run.state_db)
     try:
+        await release_notebook(store, str(notebook), state_db=run.state_db, abandon=run.abandon)
+        drop_workflow_cells(notebook)
+        document = (
+            NotebookDocument.read(notebook, workflow_id=workflow_id)
+            if notebook.exists()
+            else NotebookDocument(workflow_id=workflow_id)
+        )
         runtime = KernelRuntime(
             notebook_path=notebook,
             workflow_id=workflow_id,

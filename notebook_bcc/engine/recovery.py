@@ -18,11 +18,12 @@ import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 from notebook_bcc.engine.actions import INPUTS_PATH
+from notebook_bcc.engine.retry import can_retry, restart_run, retry
 from notebook_bcc.engine.routing import add_pending, drop_pending, fire_event, with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
-from notebook_bcc.models.names import Event, State
+from notebook_bcc.models.names import Event
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import ActionQueue, PendingDecision, WorkflowSnapshot
 from notebook_bcc.protocol.apply.effects import add_current
@@ -58,11 +59,11 @@ class Recovery:
             await self._kernel_state()
         await self._inputs_again()
         snap = engine.snapshot
-        if snap.fsm.state is State.ERROR and not self._blocking(snap):
+        if can_retry(snap) and not self._blocking(snap):
             if restart:
-                await self._restart()
+                await restart_run(engine, actor="human")
             else:
-                await self._retry_behavior()
+                await retry(engine, actor="human")
 
     async def _inputs_again(self) -> None:
         """An inputs cell started but never completed (killed mid-run): run it again (D11).
@@ -317,7 +318,7 @@ class Recovery:
         )
         return first_failure
 
-    async def _retry_behavior(self) -> None:
+    async def retry_behavior(self) -> None:
         """D1: resume in ``error`` retries the failed behavior (START_BEHAVIOR), next iteration."""
         engine = self.engine
         snap = engine.snapshot
@@ -339,7 +340,7 @@ class Recovery:
         )
         await engine.commit_applied(applied, snapshot=with_run(after, "running"))
 
-    async def _restart(self) -> None:
+    async def restart(self) -> None:
         """``--restart``: a new run from the planner's stages (seed 003 error -> START_WORKFLOW)."""
         engine = self.engine
         snap = engine.snapshot

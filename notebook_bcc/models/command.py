@@ -54,7 +54,7 @@ class DecideCommand(WireModel):
 class ActionCommand(WireModel):
     """``{"action": "pause", "expected_version": 7}``."""
 
-    action: Literal["run", "pause"]
+    action: Literal["run", "pause", "retry", "restart"]
     expected_version: Version
 
 

@@ -129,9 +129,13 @@ class LiveWorkflow:
 
 
 def is_finished(snapshot: WorkflowSnapshot) -> bool:
-    """Completed or cancelled: the workflow may yield its notebook to a new one."""
+    """Completed, failed or cancelled: the workflow may yield its notebook to a new one.
+
+    A failed run stays retryable from its own record; starting a new workflow on the
+    notebook archives it (issue: a failure must never be a dead end)."""
     return snapshot.fsm.state in _FINISHED_STATES or snapshot.run.status in (
         "completed",
+        "failed",
         "cancelled",
     )
 

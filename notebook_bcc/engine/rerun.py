@@ -1,0 +1,109 @@
+"""Running the same command again, as CI does: the notebook holds the new run only.
+
+papermill overwrites its output notebook; a CI job that re-runs ``notebook-bcc run`` expects
+the same. Before a headless run starts on a notebook:
+
+- the earlier workflows of that notebook in the store are looked at: a finished one
+  (completed, failed, cancelled) is archived — its record, trace and cells stay in the store,
+  it just no longer holds the notebook; an unfinished one (waiting on a decision, paused,
+  interrupted, running) stops the new run with :class:`UnfinishedRunError`, which names the
+  ``resume`` command, unless the caller abandons it (``--abandon``): it is then recorded as
+  cancelled, with that reason, and archived;
+- the cells earlier workflows wrote into the notebook (they carry ``metadata.notebook_bcc``)
+  are removed from the file, so the notebook holds the user's own cells and then the new run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from notebook_bcc.engine.routing import with_run
+from notebook_bcc.errors import NotebookBccError
+from notebook_bcc.kernel.cells import BCC_KEY
+from notebook_bcc.models.snapshot import WorkflowSnapshot
+from notebook_bcc.store.sqlite import AsyncStore, Commit, EventDraft
+
+FINISHED = frozenset({"completed", "failed", "cancelled"})
+"""Run statuses a new run may archive without asking."""
+
+
+class UnfinishedRunError(NotebookBccError):
+    """The notebook's earlier run is not finished: resume it, or abandon it explicitly."""
+
+
+def resume_command(state_db: Path, workflow_id: str) -> str:
+    """The command that continues ``workflow_id``."""
+    return f"notebook-bcc resume --state-db {state_db} --workflow {workflow_id}"
+
+
+async def release_notebook(
+    store: AsyncStore, notebook: str, *, state_db: Path, abandon: bool
+) -> list[str]:
+    """Archive the notebook's earlier workflows (see the module docstring); their ids."""
+    ids = await store.call(lambda s: s.workflow_ids(notebook_path=notebook, active=True))
+    archived: list[str] = []
+    for workflow_id in ids:
+        snapshot = await store.load(workflow_id)
+        if snapshot.run.status not in FINISHED:
+            if not abandon:
+                raise UnfinishedRunError(
+                    f"the notebook's earlier run {workflow_id} is {snapshot.run.status} "
+                    f"({snapshot.run.reason or snapshot.fsm.state.value}); continue it with "
+                    f"`{resume_command(state_db, workflow_id)}`, or start anew with --abandon",
+                    details={"workflow_id": workflow_id, "status": snapshot.run.status},
+                )
+            await _abandon(store, snapshot)
+        await store.call(lambda s, wid=workflow_id: s.deactivate(wid))  # type: ignore[misc]
+        archived.append(workflow_id)
+    return archived
+
+
+async def _abandon(store: AsyncStore, snapshot: WorkflowSnapshot) -> None:
+    reason = "abandoned: a new run was started on its notebook with --abandon"
+    after = with_run(snapshot, "cancelled", reason)
+    after = after.model_copy(update={"run": after.run.model_copy(update={"pending": []})})
+    await store.commit(
+        Commit(
+            snapshot=after,
+            expected_version=snapshot.version,
+            events=[EventDraft("run", event="abandon", actor="human", detail={"reason": reason})],
+        )
+    )
+
+
+def drop_workflow_cells(path: Path) -> int:
+    """Remove the cells earlier workflows wrote from the notebook at ``path``; how many.
+
+    The user's own cells (no ``metadata.notebook_bcc``) stay, in their order. The file is
+    replaced atomically, so a reader never sees half of it.
+    """
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError) as exc:
+        raise NotebookBccError(f"{path} is not a readable notebook: {exc}") from exc
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        return 0
+    kept = [
+        cell
+        for cell in cells
+        if not (isinstance(cell, dict) and isinstance(cell.get("metadata"), dict))
+        or BCC_KEY not in cell["metadata"]
+    ]
+    dropped = len(cells) - len(kept)
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get(BCC_KEY), dict):
+        metadata[BCC_KEY].pop("workflow_id", None)
+    if not dropped:
+        return 0
+    data["cells"] = kept
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return dropped
