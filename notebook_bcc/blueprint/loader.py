@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from notebook_bcc.blueprint.code_check import code_issues
 from notebook_bcc.blueprint.issues import BlueprintError, Issue, sort_issues
 from notebook_bcc.blueprint.models import (
     Blueprint,
@@ -117,6 +118,8 @@ def load_blueprint_text(text: str, filename: str = "<string>") -> LoadedBlueprin
         document = model.model_validate(data)
     except ValidationError as exc:
         errors.extend(_pydantic_issue(error, source, top) for error in exc.errors())
+    if isinstance(document, Blueprint):
+        errors.extend(code_issues(document, source, top, text))
     machine: RuleMachine | None
     if document is not None:
         machine, numbers = document.rule_machine(), list(range(len(document.transitions)))
