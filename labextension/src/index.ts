@@ -171,8 +171,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     control('pause', 'Pause Workflow');
     control('cancel', 'Cancel Workflow…');
     control('reset', 'Reset Workflow…');
-    control('restart', 'Restart Workflow From Error');
-    control('retry', 'Retry Failed Behavior');
+    control('restart', 'Start the Workflow Over');
+    control('retry', 'Retry the Workflow From Its Failure');
     panel.snapshotChanged.connect(() => app.commands.notifyCommandChanged());
 
     if (palette) {

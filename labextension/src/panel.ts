@@ -456,9 +456,9 @@ export class WorkflowPanel extends Widget {
         return ok && this.send({ event: 'RESET', expected_version: shown() }, 'Reset');
       }
       case 'restart':
-        return this.send({ event: 'START_WORKFLOW', expected_version: shown() }, 'Restart');
+        return this.send({ action: 'restart', expected_version: shown() }, 'Start over');
       case 'retry':
-        return this.send({ event: 'START_BEHAVIOR', expected_version: shown() }, 'Retry');
+        return this.send({ action: 'retry', expected_version: shown() }, 'Retry');
     }
   }
 

@@ -235,7 +235,7 @@ export interface PlannerKindInfo {
 export type Command =
   | { event: string; expected_version: number }
   | { decide: string; decision: 'approve' | 'reject'; expected_version: number }
-  | { action: 'run' | 'pause'; expected_version: number };
+  | { action: 'run' | 'pause' | 'retry' | 'restart'; expected_version: number };
 
 /** Every error answer of the REST API. */
 export interface ErrorBody {

@@ -547,9 +547,7 @@ export interface ControlView {
 /** The FSM event a control sends, when it is an event command (D3). */
 export const CONTROL_EVENTS: Partial<Record<ControlId, string>> = {
   cancel: 'CANCEL',
-  reset: 'RESET',
-  restart: 'START_WORKFLOW',
-  retry: 'START_BEHAVIOR'
+  reset: 'RESET'
 };
 
 function allows(transitions: FsmTransition[], state: string, event: string): boolean {
@@ -557,8 +555,8 @@ function allows(transitions: FsmTransition[], state: string, event: string): boo
 }
 
 /**
- * Which controls apply now: run / pause follow the run status (D1), the event controls the
- * FSM table (restart and retry only from ``error``, as seed 003 has them).
+ * Which controls apply now: run / pause follow the run status (D1), cancel / reset the FSM
+ * table, retry / start over a failed run (or one in ``error``).
  */
 export function controlViews(
   snapshot: WorkflowSnapshot,
@@ -574,22 +572,33 @@ export function controlViews(
     destructive = false
   ): ControlView => {
     const event = CONTROL_EVENTS[id] as string;
-    // START_WORKFLOW and START_BEHAVIOR are also the engine's own steps forward; as buttons
-    // they mean "restart / retry after an error" (D3), so they are offered only in error.
-    const recovery = id === 'restart' || id === 'retry';
-    const legal = allows(transitions, state, event) && (!recovery || state === 'error');
+    const legal = allows(transitions, state, event);
     return {
       id,
       label,
       enabled: legal,
-      title: legal
-        ? what
-        : recovery
-          ? `${label}: only after an error (the workflow is ${humanState(state)})`
-          : `${label}: not possible in ${humanState(state)}`,
+      title: legal ? what : `${label}: not possible while the workflow is ${plainState}`,
       destructive
     };
   };
+  // Retry and Start over are the run's way out of a failure (D1): offered on a failed run
+  // (a blueprint failure end state leaves the FSM in stage_completed) and in error; the
+  // server picks the transition the table allows (``{"action": "retry" | "restart"}``).
+  const plainState = state === 'workflow_completed' ? 'completed' : humanState(state);
+  const failed =
+    transitions.length > 0 &&
+    (status === 'failed' || state === 'error') &&
+    state !== 'workflow_completed' &&
+    state !== 'cancelled';
+  const recoveryControl = (id: ControlId, label: string, what: string): ControlView => ({
+    id,
+    label,
+    enabled: failed,
+    title: failed
+      ? what
+      : `${label}: only after a failure (the run is ${STATUS_LABELS[status].toLowerCase()})`,
+    destructive: false
+  });
   const canRun = status === 'paused' || status === 'interrupted';
   return [
     {
@@ -615,8 +624,16 @@ export function controlViews(
     },
     eventControl('cancel', 'Cancel', 'Cancel the workflow (asks first)', true),
     eventControl('reset', 'Reset', 'Reset the workflow to idle (asks first)', true),
-    eventControl('restart', 'Restart', 'Start the workflow again from its plan'),
-    eventControl('retry', 'Retry behavior', 'Run the failed behavior again')
+    recoveryControl(
+      'restart',
+      'Start over',
+      'A new run from the first stage; this one stays in the record'
+    ),
+    recoveryControl(
+      'retry',
+      'Retry from the failure',
+      'Run the failed behavior (or the failing stage) again; the rest of the run is kept'
+    )
   ];
 }
 

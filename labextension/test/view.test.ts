@@ -976,14 +976,14 @@ describe('controlViews', () => {
         ['pause', 'Pause', false],
         ['cancel', 'Cancel', true],
         ['reset', 'Reset', false],
-        ['restart', 'Restart', false],
-        ['retry', 'Retry behavior', false]
+        ['restart', 'Start over', false],
+        ['retry', 'Retry from the failure', false]
       ]
     );
     assert.equal(views[0].title, 'Answer the pending decisions to continue');
     assert.equal(views[1].title, 'Only a running workflow pauses (it is waiting for you)');
     assert.equal(views[2].title, 'Cancel the workflow (asks first)');
-    assert.equal(views[3].title, 'Reset: not possible in stage completed');
+    assert.equal(views[3].title, 'Reset: not possible while the workflow is stage completed');
   });
 
   it('completed housing run: only reset', () => {
@@ -1000,7 +1000,7 @@ describe('controlViews', () => {
       ]
     );
     assert.equal(views[0].title, 'The run is completed');
-    assert.equal(views[2].title, 'Cancel: not possible in workflow completed');
+    assert.equal(views[2].title, 'Cancel: not possible while the workflow is completed');
   });
 
   it('running: pause and cancel, not run', () => {
@@ -1024,7 +1024,7 @@ describe('controlViews', () => {
     const views = controlViews(withRun('running', 'step_running'), FSM);
     const retry = views.find(c => c.id === 'retry');
     assert.equal(retry?.enabled, false);
-    assert.equal(retry?.title, 'Retry behavior: only after an error (the workflow is step running)');
+    assert.equal(retry?.title, 'Retry from the failure: only after a failure (the run is running)');
     assert.equal(views.find(c => c.id === 'restart')?.enabled, false);
   });
 
@@ -1047,9 +1047,21 @@ describe('controlViews', () => {
       ['pause', 'Pause', false],
       ['cancel', 'Cancel', false],
       ['reset', 'Reset', true],
-      ['restart', 'Restart', true],
-      ['retry', 'Retry behavior', true]
+      ['restart', 'Start over', true],
+      ['retry', 'Retry from the failure', true]
     ]);
+  });
+
+  it('failed in a blueprint failure end state (stage completed): retry and start over', () => {
+    const views = controlViews(withRun('failed', 'stage_completed'), FSM);
+    assert.deepEqual(
+      views.filter(c => c.enabled).map(c => [c.id, c.label]),
+      [
+        ['cancel', 'Cancel'],
+        ['restart', 'Start over'],
+        ['retry', 'Retry from the failure']
+      ]
+    );
   });
 
   it('cancelled: only reset', () => {

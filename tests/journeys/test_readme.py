@@ -1,0 +1,45 @@
+"""The README's decision flow, typed as written from the project root (each exit code checked)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+from tests.journeys.conftest import ROOT, cli, sources
+
+HEADING = "### Running a workflow and answering its questions"
+
+
+def readme_block() -> list[tuple[list[str], int]]:
+    """The commands of the first ``bash`` block under HEADING, with their ``# exit N``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(HEADING) :]
+    block = section[
+        section.index("```bash") + len("```bash") : section.index(
+            "```", section.index("```bash") + 7
+        )
+    ]
+    commands = []
+    for line in block.strip().splitlines():
+        command, _, comment = line.partition("#")
+        match = re.search(r"exit (\d+)", comment)
+        assert match, f"README line without '# exit N': {line}"
+        words = shlex.split(command)
+        assert words[0] == "notebook-bcc"
+        commands.append((words[1:], int(match.group(1))))
+    return commands
+
+
+def test_the_readme_decision_flow_holds_as_written(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples" / "housing", tmp_path / "examples" / "housing")
+    commands = readme_block()
+    assert len(commands) >= 5
+    stepwise: list[str] = []
+    for index, (args, expected) in enumerate(commands):
+        done = cli(*args, cwd=tmp_path)
+        assert done.returncode == expected, (args, done.stdout, done.stderr)
+        if index == len(commands) - 2:
+            stepwise = sources(tmp_path / "out" / "housing" / "housing.ipynb")
+    assert sources(tmp_path / "out" / "housing" / "housing.ipynb") == stepwise
