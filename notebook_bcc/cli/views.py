@@ -138,6 +138,13 @@ class PlainView:
                 f"route {detail.get('stage')} ({detail.get('outcome')}) -> "
                 f"{detail.get('end') or 'end'} [{detail.get('rule')}]"
             )
+        elif event.kind == "run" and event.event == "kernel_restored":
+            detail = event.detail
+            failed = f", replay failed at {detail['failed']}" if detail.get("failed") else ""
+            skipped = f", {detail['skipped']} irreversible skipped" if detail.get("skipped") else ""
+            self._line(
+                f"kernel restored: {detail.get('replayed', 0)} cells replayed{skipped}{failed}"
+            )
         elif event.kind == "run":
             reason = event.detail.get("reason")
             self._line(f"run {event.to}" + (f": {reason}" if reason else ""))

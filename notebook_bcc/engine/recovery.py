@@ -261,10 +261,11 @@ class Recovery:
         records: list[HistoryEntry | TraceRecord] = []
         contracts: list[ExecutionContract] = []
         effects: list[str] = []
-        replayed = 0
+        replayed = skipped = 0
         first_failure: tuple[str, str] | None = None
         for row, original in await self._replayable():
             if original.irreversible:
+                skipped += 1
                 effects.append(
                     f"WARN: kernel rebuild skipped irreversible cell {row.cell_id}: "
                     "its variables are missing"
@@ -304,12 +305,13 @@ class Recovery:
             contracts=contracts,
             events=[
                 EventDraft(
-                    "decision",
-                    event="approve",
+                    "decision" if actor == "human" else "run",
+                    event="approve" if actor == "human" else "kernel_restored",
                     actor=actor,
                     detail={
                         "kind": "kernel_rebuild",
                         "replayed": replayed,
+                        "skipped": skipped,
                         "failed": first_failure[0] if first_failure else None,
                     },
                 )
