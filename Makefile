@@ -43,7 +43,6 @@ test: lint typecheck test-ts pytest
 HOUSING_PROBLEM := Predict house prices from the submitted data; the held-out RMSE must be below 18,000 and R² above 0.9.
 
 run: install
-	rm -rf out/housing
 	$(BIN)/notebook-bcc run examples/housing --auto-confirm \
 		--notebook out/housing/housing.ipynb --state-db out/housing/state.sqlite \
 		--problem "$(HOUSING_PROBLEM)"
