@@ -129,15 +129,19 @@ class LiveWorkflow:
 
 
 def is_finished(snapshot: WorkflowSnapshot) -> bool:
-    """Completed, failed or cancelled: the workflow may yield its notebook to a new one.
-
-    A failed run stays retryable from its own record; starting a new workflow on the
-    notebook archives it (issue: a failure must never be a dead end)."""
+    """Completed or cancelled: nothing more will happen in this workflow."""
     return snapshot.fsm.state in _FINISHED_STATES or snapshot.run.status in (
         "completed",
-        "failed",
         "cancelled",
     )
+
+
+def may_yield_notebook(snapshot: WorkflowSnapshot) -> bool:
+    """Finished or failed: a new workflow on the notebook archives this one.
+
+    A failed run can be retried from its own record until then; starting anew on its
+    notebook must never be refused (a failure is not a dead end)."""
+    return is_finished(snapshot) or snapshot.run.status == "failed"
 
 
 def _validation_problems(exc: ValidationError) -> list[str]:
@@ -747,7 +751,7 @@ class WorkflowService:
         for workflow_id in dict.fromkeys([*ids, *earlier]):
             live = self._live.get(workflow_id)
             snap = live.engine.snapshot if live is not None else await store.load(workflow_id)
-            if not is_finished(snap) or (live is not None and live.running):
+            if not may_yield_notebook(snap) or (live is not None and live.running):
                 raise NotebookBusyError(notebook, workflow_id)
             await self._retire(workflow_id)
 
