@@ -5,9 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.journeys.conftest import HOUSING, cli, sources
 
 
+@pytest.mark.timeout(900)  # five housing runs as separate processes
 def test_one_at_a_time_gives_the_auto_confirm_notebook(tmp_path: Path) -> None:
     step = tmp_path / "step"
     auto = tmp_path / "auto"
@@ -37,6 +40,7 @@ def test_one_at_a_time_gives_the_auto_confirm_notebook(tmp_path: Path) -> None:
     assert sources(step / "h.ipynb") == sources(auto / "h.ipynb")
 
 
+@pytest.mark.timeout(900)  # five housing runs as separate processes
 def test_a_failed_replay_asks_and_names_the_cell(tmp_path: Path) -> None:
     work = tmp_path / "housing"
     shutil.copytree(HOUSING, work)

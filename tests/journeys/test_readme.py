@@ -7,6 +7,8 @@ import shlex
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.journeys.conftest import ROOT, cli, sources
 
 HEADING = "### Running a workflow and answering its questions"
@@ -32,6 +34,7 @@ def readme_block() -> list[tuple[list[str], int]]:
     return commands
 
 
+@pytest.mark.timeout(900)  # five housing runs as separate processes
 def test_the_readme_decision_flow_holds_as_written(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "housing", tmp_path / "examples" / "housing")
     commands = readme_block()
