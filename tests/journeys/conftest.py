@@ -57,3 +57,7 @@ def lab_notebook(tmp_path: Path) -> Path:
     target = tmp_path / "Untitled.ipynb"
     shutil.copy(JOURNEYS / "lab_untitled.ipynb", target)
     return target
+
+
+# The REST journeys run against a real jupyter_server with notebook_bcc (pytest-jupyter).
+from tests.server.conftest import api, jp_server_config  # noqa: E402, F401
