@@ -23,6 +23,10 @@ class XmlPayloadBase(WireModel):
     truncated: bool = Field(
         default=False, description="the input ended before the document did; see repairs"
     )
+    truncation_accepted: bool = Field(
+        default=False,
+        description="whoever fetched it chose to apply it although truncated (never by default)",
+    )
     repaired: bool = Field(default=False, description="the text was not well-formed as sent")
     repairs: list[RepairNote] = Field(default_factory=list)
     attrs: dict[str, str] = Field(default_factory=dict)

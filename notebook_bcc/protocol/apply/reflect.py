@@ -275,5 +275,6 @@ def apply_stage_reflection(
         outcome,
         focus=None if decision is None else decision.next_focus,
         goal_status=None if assessment is None else assessment.goal_status,
+        next_step_id=payload.next_step_id,
     )
     return draft.finish()

@@ -91,6 +91,9 @@ class Applied(WireModel):
     pending: list[PendingDecision] = Field(default_factory=list)
     actions: list[JsonAction] = Field(default_factory=list)
     diff: PlanDiff | None = None
+    repairs: list[str] = Field(
+        default_factory=list, description="what the parser repaired in the payload, one a line"
+    )
 
     @property
     def event(self) -> Event | None:
@@ -98,7 +101,7 @@ class Applied(WireModel):
         return self.events[-1] if self.events else None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"event", "events", "warnings", "pending", "actions", "diff", "snapshot"}`` (JSON).
+        """``{"event", "events", "warnings", "pending", "actions", "diff", "repairs", "snapshot"}``.
 
         ``records`` are left out: the FSM rows are the snapshot's history tail already.
         """
