@@ -184,7 +184,12 @@ class Location(WireModel):
 
     current: CurrentLocation = Field(default_factory=CurrentLocation)
     progress: Progress = Field(default_factory=Progress)
-    goals: str | None = None
+    goals: str | None = Field(
+        default=None, description="The goal of the innermost active level (reference client)."
+    )
+    workflow_goals: str | None = Field(
+        default=None, description="The goals a stage plan gave for the whole workflow."
+    )
 
 
 class VariableInfo(WireModel):

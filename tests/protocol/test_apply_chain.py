@@ -259,7 +259,10 @@ def test_chained_housing_run_field_by_field() -> None:
     assert snap.location.progress.steps == LevelProgress()
     assert snap.location.progress.behaviors == LevelProgress()
     assert snap.location.current == CurrentLocation(stage_id="data_loading")
-    assert snap.location.goals == "A reproducible house price model with test RMSE < 25000."
+    assert snap.location.workflow_goals == (
+        "A reproducible house price model with test RMSE < 25000."
+    )
+    assert snap.location.goals == stages.current.goal
     assert snap.gaps == []
     assert snap.metrics.overall_progress == 0.0
     assert snap.metrics.variable_coverage == 1.0
