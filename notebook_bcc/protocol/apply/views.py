@@ -241,7 +241,7 @@ def _walk(value: Any, path: str, notes: list[str]) -> None:
             where = f"{path}/{key}"
             if key.endswith("_omitted") and isinstance(entry, int):
                 notes.append(f"{path}: {entry} {key.removesuffix('_omitted')} left out")
-            elif key == "…":
+            elif key == "…" or (key == "more" and isinstance(entry, str)):
                 notes.append(f"{path}: {entry}")
             else:
                 _walk(entry, where, notes)
