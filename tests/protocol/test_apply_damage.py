@@ -172,7 +172,8 @@ def test_next_step_id_names_the_step_entered_next() -> None:
     applied = apply_text(snapshot, _stage_reflection("scale"), at=AT)
     assert applied.events == [Event.NEXT_STEP]
     steps = applied.snapshot.location.progress.steps
-    assert steps.current is not None and steps.current.id == "scale"
+    assert steps.current is not None
+    assert steps.current.id == "scale"
     assert [item.id for item in steps.remaining] == ["impute"]
     assert [item.id for item in steps.completed] == ["load", "audit"]
     assert applied.snapshot.location.current.step_id == "scale"
@@ -208,4 +209,5 @@ def test_next_step_id_is_read_from_context_for_next_too() -> None:
     assert (payload.next_step_id, payload.next_step_line) == ("scale", 4)
     snapshot = load_state_document(_step_completed_state())
     steps = apply_payload(snapshot, payload, at=AT).snapshot.location.progress.steps
-    assert steps.current is not None and steps.current.id == "scale"
+    assert steps.current is not None
+    assert steps.current.id == "scale"
