@@ -316,7 +316,16 @@ def test_a_2000_cell_notebook_fits_the_budget_reading_a_bounded_number_of_cells(
     assert digest["code"][-2].endswith("…")
     assert all(len(line) <= DEFAULT_BUDGET.notebook_line_chars for line in digest["code"])
     assert digest["headings"][-1] == "[1998] ## Section 500"
-    assert cells.reads <= 1 + 2 * DEFAULT_BUDGET.notebook_entries
+    newest = doc["state"]["notebook"]["cells"]
+    assert (newest[-1]["index"], newest[-1]["cell_type"]) == (2000, "code")
+    assert newest[-1]["source"].startswith("\n# step 500\ndf_500 = df.copy()\nx = 1\n")
+    assert newest[-1]["source"].endswith(" more chars]")
+    assert [cell["index"] for cell in newest] == list(range(2001 - len(newest), 2001))
+    assert doc["state"]["notebook"]["cells_omitted"] == 2000 - len(newest)
+    # each build reads the digest's cells and the newest full cells; the budget may rebuild
+    # the observation a few times: bounded by the budget, never by the notebook's length
+    per_build = 1 + 2 * DEFAULT_BUDGET.notebook_entries + DEFAULT_BUDGET.notebook_cells
+    assert cells.reads <= 2 * per_build
     Observation.model_validate(doc)
 
 

@@ -43,7 +43,7 @@ from notebook_bcc.models.snapshot import (
     WorkflowSnapshot,
 )
 from notebook_bcc.protocol.apply.context import USER_VARIABLES, unique
-from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells
+from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells, last_cells
 from notebook_bcc.protocol.apply.views import (
     bounded,
     cells_view,
@@ -359,9 +359,15 @@ def project_notebook(
     if cells is not None:
         if isinstance(cells, NotebookDigest):
             digest = cells.view(budget.notebook_entries, budget.notebook_line_chars)
+            newest = cells.cells(budget.notebook_cells, budget.max_cell_chars)
         else:
             digest = digest_cells(cells, budget.notebook_entries, budget.notebook_line_chars)
+            newest = last_cells(cells, budget.notebook_cells, budget.max_cell_chars)
         view["digest"] = digest
+        if newest and "cells" not in view:
+            view["cells"] = newest
+            if digest["cell_count"] > len(newest):
+                view["cells_omitted"] = digest["cell_count"] - len(newest)
         if view["title"] is None:
             view["title"] = digest["title"]
         view["cell_count"] = max(view["cell_count"], digest["cell_count"])
