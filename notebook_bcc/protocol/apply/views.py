@@ -16,6 +16,7 @@ Budget: every string is clipped (``… [N more chars]``), lists are capped by th
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -172,10 +173,33 @@ def variable_text(info: VariableInfo, limit: int, max_columns: int) -> str:
     return clip(text, limit)
 
 
+_LITERAL_TYPES = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple"})
+
+
+def literal_value(info: VariableInfo, limit: int) -> Any:
+    """The JSON value of a builtin the kernel summarized by its repr (None if not one).
+
+    ``ast.literal_eval`` evaluates literals only (never code) and only a repr within
+    ``limit`` characters is read, so a ``['a.csv']`` list shows as the list it is, the same
+    shape as a value the planner or the user gave.
+    """
+    if info.type not in _LITERAL_TYPES or not info.repr or len(info.repr) > limit:
+        return None
+    try:
+        value = ast.literal_eval(info.repr)
+        json.dumps(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return list(value) if isinstance(value, tuple) else value
+
+
 def variable_view(info: VariableInfo, limit: int, max_columns: int) -> Any:
     """A variable as the reference shows it: its value, else a line of text about it."""
     if info.value is not None:
         return bounded(info.value, limit)
+    value = literal_value(info, limit)
+    if value is not None:
+        return bounded(value, limit)
     return variable_text(info, limit, max_columns)
 
 
