@@ -18,6 +18,7 @@ from notebook_bcc.protocol.apply import (
     ContradictoryPayloadError,
     apply_payload,
     apply_text,
+    build_observation,
     load_state_document,
 )
 from notebook_bcc.protocol.apply.damage import DamagedPayloadError
@@ -180,6 +181,10 @@ def test_next_step_id_names_the_step_entered_next() -> None:
     assert applied.snapshot.fsm.state is State.STEP_RUNNING
     assert applied.snapshot.location.goals == "scale"
     assert applied.snapshot.deprecated_variables == ["tmp"]
+    observed = build_observation(applied.snapshot)
+    assert observed["state"]["deprecated_variables"] == ["tmp"]
+    stage = observed["observation"]["location"]["progress"]["stages"]["current"]
+    assert stage["variable_management"] == {"retain": ["df_raw"], "deprecate": ["tmp"]}
     assert applied.warnings[-1] == "next_step_id 'scale': entered before 'impute'"
 
 

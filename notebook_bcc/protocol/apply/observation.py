@@ -18,9 +18,16 @@ response, or passed in) shapes it:
 - ``focus_to_include``: the levels whose ``focus`` text is shown;
 - ``outputs_tracking``: expected variables and which of them are still missing.
 
+Shapes follow the reference client's documents (:mod:`.views`): artifact and variable specs as
+``name: description`` maps at every level, remaining items with their specs, completed items
+with what they were asked and how they ended, ``current_outputs.expected`` as ``{name,
+description}``, variables as ``name: value``, ``notebook.cells`` (the newest cells in full) and
+``last_output`` as recorded, ``FSM.last_transition`` as the reference spelled it.
+
 Budget: every string is clipped with a marker, every list capped (with a count of what was left
-out), the notebook given as a digest; if the whole is still over ``max_chars``, it is rebuilt
-with halved caps. Cost: O(variables + budget), whatever the notebook's length.
+out), the notebook given as a digest plus its newest cells; if the whole is still over
+``max_chars``, it is rebuilt with halved caps (:func:`.views.trim_notes` lists what was cut).
+Cost: O(variables + budget), whatever the notebook's length.
 """
 
 from __future__ import annotations

@@ -61,7 +61,14 @@ COMPLETED_FIELDS = (
 )
 """A completed item: what it was asked to do and how it ended."""
 
-EXTRA_SHOWN = ("description", "goals", "experience", "goal_status", "goal_review")
+EXTRA_SHOWN = (
+    "description",
+    "goals",
+    "experience",
+    "goal_status",
+    "goal_review",
+    "variable_management",
+)
 
 
 def clip(text: str, limit: int) -> str:
@@ -157,7 +164,7 @@ def outputs_view(outputs: Outputs, limit: int) -> dict[str, Any]:
 
 def variable_text(info: VariableInfo, limit: int, max_columns: int) -> str:
     """One line saying what a variable without a JSON value is: type, size, columns, repr."""
-    parts = [info.type]
+    parts = [] if info.type == "unknown" else [info.type]
     if info.shape is not None:
         parts.append("shape (" + ", ".join(str(n) for n in info.shape) + ")")
     if info.length is not None:
@@ -169,8 +176,8 @@ def variable_text(info: VariableInfo, limit: int, max_columns: int) -> str:
         parts.append(f"columns {shown}" + (f" (+{more} more)" if more > 0 else ""))
     text = ", ".join(parts)
     if info.repr:
-        text = f"{text}: {info.repr}"
-    return clip(text, limit)
+        text = f"{text}: {info.repr}" if text else info.repr
+    return clip(text or info.type, limit)
 
 
 _LITERAL_TYPES = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple"})
