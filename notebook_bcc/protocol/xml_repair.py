@@ -44,7 +44,8 @@ _END_TAG_RE = re.compile(r"</(" + _NAME + r")[ \t\n]*>")
 _PARTIAL_END_RE = re.compile(r"</[A-Za-z0-9_.\-]*[ \t\n]*\Z")
 _PI_RE = re.compile(r"<\?(" + _NAME + r")(?:[ \t\n][\s\S]*?)?\?>")
 _CDATA_RE = re.compile(r"<!\[CDATA\[[\s\S]*?\]\]>")
-_MARKUP_IN_VALUE_RE = re.compile(r"<[/A-Za-z_]")
+_MARKUP_IN_VALUE_RE = re.compile(r"</[A-Za-z_]|\n[ \t]*<[A-Za-z_]")
+"""An end tag, or a start tag opening a line, inside an attribute value: the quote ran on."""
 _ENTITY_RE = re.compile(r"&(?:lt|gt|amp|quot|apos|#([0-9]{1,7})|#x([0-9A-Fa-f]{1,6}));")
 
 DECLARATION_RE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)

@@ -128,6 +128,15 @@ def test_an_unterminated_attribute_quote_is_an_error_naming_the_line() -> None:
     assert "name attribute" in caught.value.message
 
 
+def test_markup_like_text_in_a_closed_attribute_value_is_still_repaired() -> None:
+    payload = parse_payload(
+        '<stages><stage id="a" title="Map<str, List<int>>"><goal>g</goal></stage></stages>x<'
+    )
+    (stage,) = payload.stages
+    assert stage.title == "Map<str, List<int>>"
+    assert "attribute_value" in [note.kind for note in payload.repairs]
+
+
 # ---------------------------------------------------------------- next_step_id routing
 
 
