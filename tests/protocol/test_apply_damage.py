@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.records import TraceRecord
@@ -22,6 +24,7 @@ from notebook_bcc.protocol.apply import (
     load_state_document,
 )
 from notebook_bcc.protocol.apply.damage import DamagedPayloadError
+from tests.conftest import SLOW
 from tests.protocol.test_apply_chain import fixture_bytes, snapshot_before, start_snapshot
 
 AT = "2025-03-01T10:00:00Z"
@@ -225,3 +228,54 @@ def test_next_step_id_is_read_from_context_for_next_too() -> None:
     steps = apply_payload(snapshot, payload, at=AT).snapshot.location.progress.steps
     assert steps.current is not None
     assert steps.current.id == "scale"
+
+
+_WORDS = (
+    st.text(
+        alphabet=st.characters(
+            exclude_categories=("Cs", "Cc", "Cn"), exclude_characters="<>&\"'\ufeff"
+        ),
+        min_size=1,
+        max_size=30,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
+_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
+
+
+@settings(max_examples=300 if SLOW else 60, deadline=None)
+@given(
+    goal=_WORDS,
+    artifacts=st.dictionaries(_NAMES, _WORDS, min_size=1, max_size=4),
+    required=st.dictionaries(_NAMES, _WORDS, max_size=3),
+    drop_goal_end=st.booleans(),
+)
+def test_a_dropped_goal_end_tag_never_swallows_its_siblings(
+    goal: str, artifacts: dict[str, str], required: dict[str, str], drop_goal_end: bool
+) -> None:
+    def variables(tag: str, entries: dict[str, str]) -> str:
+        body = "".join(f'<variable name="{k}">{v}</variable>\n' for k, v in entries.items())
+        return f"<{tag}>\n{body}</{tag}>\n"
+
+    end = "" if drop_goal_end else "</goal>"
+    text = (
+        '<stages>\n<stage id="s" title="S">\n'
+        f"<goal>{goal}{end}\n"
+        + variables("verified_artifacts", artifacts)
+        + (variables("required_variables", required) if required else "")
+        + "</stage>\n</stages>"
+    )
+    payload = parse_payload(text)
+    (stage,) = payload.stages
+    assert stage.goal == goal
+    assert stage.verified_artifacts is not None
+    assert [(ref.name, ref.description) for ref in stage.verified_artifacts.items] == list(
+        artifacts.items()
+    )
+    if required:
+        assert stage.required_variables is not None
+        assert {ref.name: ref.description for ref in stage.required_variables.items} == (required)
+    closed = [note for note in payload.repairs if note.kind == "closed_element"]
+    assert [note.element for note in closed] == (["goal"] if drop_goal_end else [])
+    assert payload.truncated is False
