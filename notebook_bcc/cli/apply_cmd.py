@@ -2,8 +2,11 @@
 
 ``apply --state STATE.json PAYLOAD`` applies one planner payload to a state (our snapshot or a
 reference-client state document) and prints ``{"event", "events", "warnings", "pending",
-"actions", "diff", "snapshot"}``; a payload illegal in that state exits 2 with the typed error.
-``observe --state STATE.json`` prints the observation a planner would receive.
+"actions", "diff", "repairs", "snapshot"}``; a payload illegal in that state, or truncated (cut
+off before its closing tag: part of it is lost), exits 2 with the typed error. Every repair the
+parser made is listed in ``repairs`` and, one ``repaired: ...`` line each, on standard error.
+``observe --state STATE.json`` prints the observation a planner would receive, and on standard
+error one ``trimmed: ...`` line per place the size budget cut.
 """
 
 from __future__ import annotations
@@ -128,6 +131,8 @@ def _apply(args: argparse.Namespace) -> int:
         return 2
     except ApplyError as exc:
         return _fail(f"{source}: {exc.message}")
+    for line in applied.repairs:
+        print(f"{source}: {line}", file=sys.stderr)
     print(json.dumps(applied.to_json(), indent=2, ensure_ascii=False))
     return 0
 
@@ -173,5 +178,9 @@ def _observe(args: argparse.Namespace) -> int:
         cells=cells,
         state_case=args.case,
     )
+    from notebook_bcc.protocol.apply.views import trim_notes
+
+    for note in trim_notes(observation):
+        print(f"trimmed: {note}", file=sys.stderr)
     print(json.dumps(observation, indent=2, ensure_ascii=False))
     return 0

@@ -7,9 +7,10 @@ the trace are store rows; the snapshot keeps a bounded tail.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from notebook_bcc.models.base import WireModel
 from notebook_bcc.models.contract import ExecutionContract
@@ -23,11 +24,42 @@ HISTORY_TAIL = 50
 JsonScalar = str | int | float | bool | None
 
 
+def name_map(value: Any) -> Any:
+    """``name -> description`` from any of the shapes stored or sent over the years.
+
+    Accepts a mapping (kept), a list of names (descriptions empty: snapshots stored before
+    descriptions were kept), a list of ``{name, description}`` objects (the reference's
+    ``current_outputs.expected``), or ``None``. Anything else is left for pydantic to refuse.
+    """
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        result: dict[str, Any] = {}
+        for entry in value:
+            if isinstance(entry, str):
+                result.setdefault(entry, "")
+            elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+                result[entry["name"]] = entry.get("description") or ""
+            else:
+                return value
+        return result
+    return value
+
+
+NameMap = Annotated[dict[str, str], BeforeValidator(name_map)]
+"""Artifact / variable names with their descriptions (the artifact specification)."""
+
+
 class FsmBlock(WireModel):
-    """The protocol position (seed 003 ``state.FSM``) with a bounded history tail."""
+    """The protocol position (seed 003 ``state.FSM``) with a bounded history tail.
+
+    ``last_transition_name`` keeps the reference's spelling of a last transition that is not
+    one of our events (``TRANSITION_TO_STEP_COMPLETED``): informational, shown to planners.
+    """
 
     state: State = State.IDLE
     last_transition: Event | None = None
+    last_transition_name: str | None = None
     timestamp: str | None = None
     history: list[HistoryEntry] = Field(
         default_factory=list, description=f"The last {HISTORY_TAIL} transitions."
@@ -76,11 +108,16 @@ class CurrentLocation(WireModel):
 
 
 class Outputs(WireModel):
-    """Artifacts tracking at one level: expected, produced, in progress."""
+    """Artifacts tracking at one level: expected, produced, in progress.
+
+    ``expected`` stays a list of names (the panel reads it); ``descriptions`` holds the
+    description of each expected artifact, so planners see ``{name, description}`` items.
+    """
 
     expected: list[str] = Field(default_factory=list)
     produced: list[str] = Field(default_factory=list)
     in_progress: list[str] = Field(default_factory=list)
+    descriptions: dict[str, str] = Field(default_factory=dict)
 
 
 class PcsConsiderations(WireModel):
@@ -101,8 +138,12 @@ class PlanItem(WireModel):
     id: str
     title: str | None = None
     goal: str | None = None
-    verified_artifacts: list[str] = Field(default_factory=list)
-    required_variables: list[str] = Field(default_factory=list)
+    verified_artifacts: NameMap = Field(
+        default_factory=dict, description="artifact name -> description (a list of names loads)"
+    )
+    required_variables: NameMap = Field(
+        default_factory=dict, description="variable name -> description (a list of names loads)"
+    )
     acceptance: list[str] = Field(default_factory=list)
     focus: str | None = None
     optional: bool = False
@@ -143,7 +184,12 @@ class Location(WireModel):
 
     current: CurrentLocation = Field(default_factory=CurrentLocation)
     progress: Progress = Field(default_factory=Progress)
-    goals: str | None = None
+    goals: str | None = Field(
+        default=None, description="The goal of the innermost active level (reference client)."
+    )
+    workflow_goals: str | None = Field(
+        default=None, description="The goals a stage plan gave for the whole workflow."
+    )
 
 
 class VariableInfo(WireModel):
@@ -173,7 +219,13 @@ class NotebookSummary(WireModel):
     cell_count: int = 0
     execution_count: int = 0
     last_cell_type: Literal["code", "markdown", "raw"] | None = None
-    last_output: str | None = None
+    last_output: Any = Field(
+        default=None, description="text, or the output object a reference state recorded"
+    )
+    cells: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="cells an imported reference state carried (the observation trims them)",
+    )
 
 
 class ActionQueue(WireModel):

@@ -794,6 +794,8 @@ class HttpPlanner:
                     f"truncated <{kind}> document: it ends before its closing tag",
                     element=kind,
                 )
+            if getattr(payload, "truncated", False):
+                payload = payload.model_copy(update={"truncation_accepted": True})
         except ProtocolError as exc:
             raise HttpProtocolError(
                 exc,

@@ -41,6 +41,7 @@ from notebook_bcc.planners.transcript import (
     route_json,
     where,
 )
+from notebook_bcc.protocol.apply.damage import repair_lines
 
 ERROR_DETAIL_CHARS = 20_000
 """Longest string kept in an error line's details (bodies of refused responses)."""
@@ -204,6 +205,7 @@ class RecordingPlanner:
                 body=reply.body,
                 content_type=reply.content_type,
                 payload=reply.payload.model_dump(mode="json"),
+                repairs=repair_lines(reply.payload),
             )
         append_line(self.directory, line)
         return reply
@@ -263,6 +265,7 @@ class RecordingPlanner:
                 body=reply.body,
                 content_type=reply.content_type,
                 payload=reply.payload.model_dump(mode="json"),
+                repairs=repair_lines(reply.payload),
             )
         append_line(self.directory, self._exchange(request, **fields))
         return route

@@ -84,6 +84,9 @@ class Exchange(_Line):
     body: str | None = None
     content_type: str | None = None
     payload: dict[str, Any] | None = None
+    repairs: list[str] = Field(
+        default_factory=list, description="What the parser repaired in the body, one a line."
+    )
     decided: str | None = None
     route: dict[str, Any] | None = None
     stage_item: dict[str, Any] | None = None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from notebook_bcc.models.base import WireModel
 from notebook_bcc.protocol.xml_parse import ParsedXml
@@ -23,11 +23,30 @@ class XmlPayloadBase(WireModel):
     truncated: bool = Field(
         default=False, description="the input ended before the document did; see repairs"
     )
+    truncation_accepted: bool = Field(
+        default=False,
+        description="whoever fetched it chose to apply it although truncated (never by default)",
+    )
     repaired: bool = Field(default=False, description="the text was not well-formed as sent")
     repairs: list[RepairNote] = Field(default_factory=list)
     attrs: dict[str, str] = Field(default_factory=dict)
     extra: list[XmlElement] = Field(default_factory=list)
     document: XmlElement
+
+    OMITTED_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset(
+        {"truncation_accepted", "next_step_id", "next_step_line"}
+    )
+    """Fields added after transcripts were first recorded: left out of a dump while they hold
+    their default, so a payload dumps exactly as it did before (recordings compare equal)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.OMITTED_WHEN_UNSET:
+                if name in data and data[name] in (None, False):
+                    del data[name]
+        return data
 
 
 def base_fields(parsed: ParsedXml) -> dict[str, Any]:

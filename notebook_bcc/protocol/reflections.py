@@ -154,6 +154,35 @@ class StageReflectionPayload(XmlPayloadBase):
     outputs_tracking_update: OutputsTracking | None = None
     variable_management: VariableManagement | None = None
     pcs_check: PcsNotes | None = None
+    next_step_id: str | None = Field(
+        default=None,
+        description="the step to run next: <next_step_id> anywhere in the document (in "
+        "<decision> or <context_for_next>), or a next_step_id attribute of <decision>",
+    )
+    next_step_line: int | None = None
+
+
+def _find(element: XmlElement, tag: str) -> XmlElement | None:
+    """The first element named ``tag`` under ``element``, depth first."""
+    for child in element.elements():
+        if child.tag == tag:
+            return child
+        found = _find(child, tag)
+        if found is not None:
+            return found
+    return None
+
+
+def _next_step(root: XmlElement) -> tuple[str | None, int | None]:
+    """``next_step_id`` of a stage reflection (decision attribute first), with its line."""
+    for child in root.elements():
+        if child.tag == "decision" and child.attrs.get("next_step_id", "").strip():
+            return child.attrs["next_step_id"].strip(), child.line
+    found = _find(root, "next_step_id")
+    if found is None:
+        return None, None
+    text = clean_text(found.content())
+    return (text or None), found.line
 
 
 def _own_text(element: XmlElement) -> str:
@@ -354,8 +383,11 @@ def build_stage_reflection(parsed: ParsedXml) -> StageReflectionPayload:
     outputs = view.take("outputs_tracking_update", "outputs_update")
     variables = view.take("variable_management")
     pcs = view.take("pcs_check", "pcs_alignment_check")
+    next_step_id, next_step_line = _next_step(parsed.root)
     return StageReflectionPayload(
         **base_fields(parsed),
+        next_step_id=next_step_id,
+        next_step_line=next_step_line,
         stage_is_complete=view.bool_attr("stage_is_complete"),
         step_evaluation=view.take("step_evaluation"),
         stage_assessment=None if assessment is None else _assessment(assessment, kind),

@@ -31,7 +31,7 @@ from notebook_bcc.protocol.errors import DoctypeRefusedError, PayloadTooLargeErr
 from notebook_bcc.protocol.limits import MAX_DEPTH, MAX_REPAIR_NOTES
 from notebook_bcc.protocol.text import LineIndex
 from notebook_bcc.protocol.xml_tree import RepairKind, RepairNote
-from notebook_bcc.protocol.xml_vocab import RAW_TEXT_ELEMENTS, VOCABULARY
+from notebook_bcc.protocol.xml_vocab import RAW_TEXT_ELEMENTS, TEXT_ONLY_ELEMENTS, VOCABULARY
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _NAME_RE = re.compile(_NAME)
@@ -44,6 +44,8 @@ _END_TAG_RE = re.compile(r"</(" + _NAME + r")[ \t\n]*>")
 _PARTIAL_END_RE = re.compile(r"</[A-Za-z0-9_.\-]*[ \t\n]*\Z")
 _PI_RE = re.compile(r"<\?(" + _NAME + r")(?:[ \t\n][\s\S]*?)?\?>")
 _CDATA_RE = re.compile(r"<!\[CDATA\[[\s\S]*?\]\]>")
+_MARKUP_IN_VALUE_RE = re.compile(r"</[A-Za-z_]|\n[ \t]*<[A-Za-z_]")
+"""An end tag, or a start tag opening a line, inside an attribute value: the quote ran on."""
 _ENTITY_RE = re.compile(r"&(?:lt|gt|amp|quot|apos|#([0-9]{1,7})|#x([0-9A-Fa-f]{1,6}));")
 
 DECLARATION_RE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
@@ -372,6 +374,8 @@ class _Repairer:
             self.stray()
             return
         line = self.lines.line_of(pos)
+        if self.opened and tag.name in self.vocab:
+            self.close_prose_before(tag.name, pos)
         if len(self.stack) >= MAX_DEPTH:
             raise PayloadTooLargeError(
                 self.kind,
@@ -389,6 +393,38 @@ class _Repairer:
                 self.root_closed = True
         else:
             self.stack.append(_Open(tag.name, line, tag.name in RAW_TEXT_ELEMENTS))
+
+    def close_prose_before(self, sibling: str, pos: int) -> None:
+        """A known element opens inside a prose element left open: close the prose there.
+
+        Only when the prose element has no end tag of its own before its parent's end tag
+        (otherwise the LLM did close it, and the element is what it wrote inside).
+        """
+        while len(self.stack) >= 2 and self.stack[-1].name in TEXT_ONLY_ELEMENTS:
+            top, parent = self.stack[-1], self.stack[-2]
+            own, _ = self.find_close(top.name, pos)
+            parent_end, _ = self.find_close(parent.name, pos)
+            if own >= 0 and (parent_end < 0 or own < parent_end):
+                return
+            self.stack.pop()
+            self.note(
+                "closed_element",
+                pos,
+                top.name,
+                f"<{top.name}> from line {top.line} closed where its sibling <{sibling}> opens",
+            )
+            self.out.append(f"</{top.name}>")
+
+    def runaway_quote(self, name: str, attr: str, value_start: int) -> ProtocolError:
+        """An attribute quote that is never closed where the tag ends: the repair cannot tell
+        where the value stops, so the document is refused naming the line."""
+        return ProtocolError(
+            self.kind,
+            f"the {attr} attribute of <{name}> opens a quote that does not close before the "
+            "tag ends; cannot tell where its value stops",
+            line=self.lines.line_of(value_start),
+            element=name,
+        )
 
     def scan_tag(self, pos: int) -> _Tag | _Partial | None:
         """Read a start tag at ``pos`` leniently; None if it is no tag, partial at end of input."""
@@ -442,9 +478,14 @@ class _Repairer:
                 quote = text[value_start]
                 if quote in "\"'":
                     close = text.find(quote, value_start + 1)
+                    known = name in self.vocab
                     if close < 0:
+                        if known and text.find(">", value_start) >= 0:
+                            raise self.runaway_quote(name, attr, value_start)
                         return _PARTIAL
                     value = text[value_start + 1 : close]
+                    if known and _MARKUP_IN_VALUE_RE.search(value):
+                        raise self.runaway_quote(name, attr, value_start)
                     i = close + 1
                 else:
                     unquoted = _UNQUOTED_RE.match(text, value_start)

@@ -31,6 +31,33 @@ RAW_TEXT_ELEMENTS: frozenset[str] = frozenset(
 )
 """Elements whose content is text to the letter (code, markdown, expressions)."""
 
+TEXT_ONLY_ELEMENTS: frozenset[str] = frozenset(
+    {
+        "title",
+        "description",
+        "goal",
+        "goals",
+        "focus",
+        "agent",
+        "task",
+        "effects",
+        "predictability",
+        "computability",
+        "stability",
+        "next_state",
+        "next_focus",
+        "next_step_id",
+        "reasoning",
+        "goal_status",
+        "needs_update",
+        "current_goal",
+        "proposed_goal",
+        "update_reasoning",
+    }
+)
+"""Elements that hold prose only: a known element opening inside one left open is its sibling
+(the repair closes the prose element there instead of swallowing the sibling)."""
+
 _VARIABLES = {"variable", "artifact", "var", "item", "required_artifact"}
 _PCS = {"pcs_considerations", "predictability", "computability", "stability"}
 _PLAN = {
@@ -76,7 +103,7 @@ _ACTIONS = {
     "communication",
     "section",
 }
-_DECISION = {"decision", "next_state", "next_focus", "reasoning"}
+_DECISION = {"decision", "next_state", "next_focus", "next_step_id", "reasoning"}
 _CONTEXT = {
     "context_for_next",
     "variables_produced",

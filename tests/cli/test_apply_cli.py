@@ -42,8 +42,14 @@ def test_apply_prints_the_event_and_the_next_snapshot(
         "--at",
         "2025-01-01T00:00:00Z",
     )
-    assert (code, err) == (0, "")
+    assert code == 0
+    source = str(fixture_path("00_stages.txt"))
+    assert err.splitlines()[0] == f"{source}: repaired line 1: text before the root element dropped"
+    assert (
+        err.splitlines()[-1] == f"{source}: repaired line 34: text after the root element dropped"
+    )
     result = json.loads(out)
+    assert [f"{source}: {line}" for line in result["repairs"]] == err.splitlines()
     assert result["event"] == "START_WORKFLOW"
     assert result["events"] == ["START_WORKFLOW"]
     assert result["warnings"] == []
@@ -182,7 +188,7 @@ def test_observe_context_form_with_a_filter_and_a_notebook(
         {"cell_type": "code", "source": f"x{i} = {i}"} for i in range(300)
     ]
     notebook = write_json(tmp_path / "n.ipynb", {"cells": cells, "nbformat": 4})
-    code, out, _ = run_cli(
+    code, out, err = run_cli(
         capsys,
         "observe",
         "--state",
@@ -207,6 +213,38 @@ def test_observe_context_form_with_a_filter_and_a_notebook(
     assert context["notebook"]["digest"]["title"] == "Housing"
     assert context["notebook"]["digest"]["more"] == "261 more cells not shown"
     assert len(out) < 40_000
+    assert "trimmed: /observation/context/notebook/digest: 261 more cells not shown\n" in err
+
+
+def test_a_truncated_payload_exits_2_and_applies_nothing(
+    capsys: pytest.CaptureFixture[str], idle_state: str, tmp_path: Path
+) -> None:
+    text = fixture_path("00_stages.txt").read_text(encoding="utf-8")
+    payload = tmp_path / "cut.xml"
+    payload.write_text(text[: text.index('<stage id="eda"')], encoding="utf-8")
+    code, out, err = run_cli(capsys, "apply", "--state", idle_state, str(payload))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {payload}: stages payload in state idle: the <stages> ")
+    assert "truncated" in err
+    assert "nothing was applied" in err
+
+
+def test_observe_lists_what_the_budget_trimmed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    document = json.loads(json.dumps(STAGE_RUNNING))
+    document["state"]["notebook"]["cells"] = [
+        {"cell_type": "code", "source": f"x{i} = {i}\n" * 40, "outputs": []} for i in range(60)
+    ]
+    state = write_json(tmp_path / "ref.json", document)
+    code, out, err = run_cli(capsys, "observe", "--state", state, "--max-chars", "8000")
+    assert code == 0
+    notebook = json.loads(out)["state"]["notebook"]
+    assert notebook["cell_count"] == 60
+    kept = len(notebook["cells"])
+    assert 0 < kept < 60
+    assert notebook["cells"][-1]["source"].startswith("x59 = 59")
+    assert f"trimmed: /state/notebook: {60 - kept} cells left out" in err.splitlines()
 
 
 def test_observe_bad_filter_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -212,6 +212,17 @@ def test_chained_housing_run_field_by_field() -> None:
     snap = applied.snapshot
     assert applied.events == [E.START_WORKFLOW]
     assert applied.warnings == []
+    assert applied.repairs == [
+        "repaired line 1: text before the root element dropped",
+        "repaired line 7: <goal>: '&' kept as text",
+        "repaired line 17: <goal>: '<' kept as text",
+        'repaired line 21: <stage>: optional given the value "true"',
+        "repaired line 27: <goal>: '<' kept as text",
+        "repaired line 32: <focus>: '<' kept as text",
+        "repaired line 32: <focus>: '&' kept as text",
+        "repaired line 33: <goals>: '<' kept as text",
+        "repaired line 34: text after the root element dropped",
+    ]
     assert snap.fsm.state is State.STAGE_RUNNING
     assert snap.fsm.last_transition is E.START_WORKFLOW
     assert snap.fsm.timestamp == at0
@@ -224,22 +235,34 @@ def test_chained_housing_run_field_by_field() -> None:
     assert stages.current.id == "data_loading"
     assert stages.current.title == "Data Loading"
     assert stages.current.visits == 1
-    assert stages.current.verified_artifacts == ["df_raw", "data_inventory"]
-    assert stages.current.required_variables == ["user_submit_files"]
+    assert stages.current.verified_artifacts == {
+        "df_raw": "Raw housing DataFrame",
+        "data_inventory": "Column -> dtype / missing share report",
+    }
+    assert stages.current.required_variables == {"user_submit_files": "Uploaded CSV paths"}
     assert stages.current.goal is not None
     assert "len(df_raw) > 0 & df_raw.shape[1] >= 80" in stages.current.goal
     assert ids(stages.remaining) == ["data_cleaning", "eda", "modeling"]
     assert [s.optional for s in stages.remaining] == [False, True, False]
-    assert stages.remaining[0].required_variables == ["df_raw"]
-    assert stages.remaining[2].verified_artifacts == ["final_model", "test_rmse"]
+    assert stages.remaining[0].required_variables == {"df_raw": ""}
+    assert stages.remaining[2].verified_artifacts == {"final_model": "", "test_rmse": ""}
     assert (
         stages.focus == "RMSE < 25000 & R² > 0.85 on a held-out split; random_state=42 everywhere."
     )
-    assert stages.current_outputs == Outputs(expected=["df_raw", "data_inventory"])
+    assert stages.current_outputs == Outputs(
+        expected=["df_raw", "data_inventory"],
+        descriptions={
+            "df_raw": "Raw housing DataFrame",
+            "data_inventory": "Column -> dtype / missing share report",
+        },
+    )
     assert snap.location.progress.steps == LevelProgress()
     assert snap.location.progress.behaviors == LevelProgress()
     assert snap.location.current == CurrentLocation(stage_id="data_loading")
-    assert snap.location.goals == "A reproducible house price model with test RMSE < 25000."
+    assert snap.location.workflow_goals == (
+        "A reproducible house price model with test RMSE < 25000."
+    )
+    assert snap.location.goals == stages.current.goal
     assert snap.gaps == []
     assert snap.metrics.overall_progress == 0.0
     assert snap.metrics.variable_coverage == 1.0
@@ -254,17 +277,22 @@ def test_chained_housing_run_field_by_field() -> None:
     assert steps.current is not None
     assert steps.current.id == "load_csv"
     assert steps.current.visits == 1
-    assert steps.current.verified_artifacts == ["df_raw"]
-    assert steps.current.required_variables == ["user_submit_files"]
+    assert steps.current.verified_artifacts == {"df_raw": "Raw DataFrame"}
+    assert steps.current.required_variables == {"user_submit_files": ""}
     assert steps.current.pcs_considerations is not None
     assert (
         steps.current.pcs_considerations.stability
         == "Row count must match the file's line count - 1."
     )
     assert ids(steps.remaining) == ["inventory"]
-    assert steps.remaining[0].required_variables == ["df_raw"]
+    assert steps.remaining[0].required_variables == {"df_raw": ""}
+    assert steps.remaining[0].verified_artifacts == {
+        "data_inventory": "dict column -> {dtype, missing_share}"
+    }
     assert steps.focus == "Load first; inventory only once df_raw exists."
-    assert steps.current_outputs == Outputs(expected=["df_raw"])
+    assert steps.current_outputs == Outputs(
+        expected=["df_raw"], descriptions={"df_raw": "Raw DataFrame"}
+    )
     stage = snap.location.progress.stages.current
     assert stage is not None
     assert stage.extra["goals"] == "df_raw and data_inventory exist; df_raw has 82 columns."
@@ -292,7 +320,9 @@ def test_chained_housing_run_field_by_field() -> None:
     ]
     assert behavior.extra["step_id"] == "load_csv"
     assert behaviors.focus == behavior.task
-    assert behaviors.current_outputs == Outputs(expected=["df_raw"])
+    assert behaviors.current_outputs == Outputs(
+        expected=["df_raw"], descriptions={"df_raw": "pandas.DataFrame"}
+    )
     assert snap.location.current == CurrentLocation(
         stage_id="data_loading", step_id="load_csv", behavior_id="load_csv_b1", behavior_iteration=1
     )
@@ -351,7 +381,9 @@ def test_chained_housing_run_field_by_field() -> None:
     assert snap.effects.current == []
     assert snap.effects.history == [failure]
     steps = snap.location.progress.steps
-    assert steps.current_outputs == Outputs(expected=["df_raw"], in_progress=["df_raw"])
+    assert steps.current_outputs == Outputs(
+        expected=["df_raw"], in_progress=["df_raw"], descriptions={"df_raw": "Raw DataFrame"}
+    )
     assert snap.action_queue == ActionQueue(behavior_id="load_csv_b1", iteration=2)
     assert snap.metrics.retry_rate == 0.5
 
@@ -360,7 +392,11 @@ def test_chained_housing_run_field_by_field() -> None:
     applied = run.apply("05_behavior_load_b2.txt")
     snap = applied.snapshot
     assert applied.events == []
-    assert applied.records == []
+    assert [(row.action, row.metadata) for row in applied.records] == [
+        ("repair:behavior", {"repairs": applied.repairs})
+    ]
+    assert applied.repairs[0] == "repaired line 1: text before the root element dropped"
+    assert applied.repairs[-1] == "repaired line 16: text after the root element dropped"
     assert applied.warnings == ["behavior 'load_csv_b2' re-plans iteration 2 (no FSM event)"]
     assert snap.fsm.state is State.BEHAVIOR_RUNNING
     assert snap.fsm.history == history_before
@@ -396,15 +432,26 @@ def test_chained_housing_run_field_by_field() -> None:
         == "df_raw loaded from ./assets/housing.csv: (2930, 82)."
     )
     assert behaviors.current is None
-    assert behaviors.current_outputs == Outputs(expected=["df_raw"], produced=["df_raw"])
+    assert behaviors.current_outputs == Outputs(
+        expected=["df_raw"],
+        produced=["df_raw"],
+        descriptions={"df_raw": "pandas.DataFrame (2930 x 82)"},
+    )
     steps = snap.location.progress.steps
     assert steps.current is not None
     assert steps.current.completion_status == "success"
     assert steps.current.iteration == 2
     assert steps.current.artifacts_produced == ["df_raw"]
-    assert steps.current_outputs == Outputs(expected=["df_raw"], produced=["df_raw"])
+    assert steps.current_outputs == Outputs(
+        expected=["df_raw"], produced=["df_raw"], descriptions={"df_raw": "Raw DataFrame"}
+    )
     assert snap.location.progress.stages.current_outputs == Outputs(
-        expected=["df_raw", "data_inventory"], produced=["df_raw"]
+        expected=["df_raw", "data_inventory"],
+        produced=["df_raw"],
+        descriptions={
+            "df_raw": "Raw housing DataFrame",
+            "data_inventory": "Column -> dtype / missing share report",
+        },
     )
     assert snap.variables["df_raw"] == VariableInfo(
         type="DataFrame", shape=[2930, 82], source="kernel"
@@ -431,7 +478,10 @@ def test_chained_housing_run_field_by_field() -> None:
     assert steps.current.visits == 1
     assert steps.remaining == []
     assert steps.focus == "Inventory dtypes and missing shares; flag columns with share > 0.3."
-    assert steps.current_outputs == Outputs(expected=["data_inventory"])
+    assert steps.current_outputs == Outputs(
+        expected=["data_inventory"],
+        descriptions={"data_inventory": "dict column -> {dtype, missing_share}"},
+    )
     assert snap.location.progress.behaviors == LevelProgress()
     assert snap.deprecated_variables == ["raw_path"]
     assert snap.location.current == CurrentLocation(stage_id="data_loading", step_id="inventory")
@@ -469,10 +519,17 @@ def test_chained_housing_run_field_by_field() -> None:
     assert steps.current.completion_status == "success"
     assert steps.current.iteration == 1
     assert steps.current_outputs == Outputs(
-        expected=["data_inventory"], produced=["data_inventory"]
+        expected=["data_inventory"],
+        produced=["data_inventory"],
+        descriptions={"data_inventory": "dict column -> {dtype, missing_share}"},
     )
     assert snap.location.progress.stages.current_outputs == Outputs(
-        expected=["df_raw", "data_inventory"], produced=["df_raw", "data_inventory"]
+        expected=["df_raw", "data_inventory"],
+        produced=["df_raw", "data_inventory"],
+        descriptions={
+            "df_raw": "Raw housing DataFrame",
+            "data_inventory": "Column -> dtype / missing share report",
+        },
     )
     assert snap.variables["data_inventory"].source == "kernel"
 

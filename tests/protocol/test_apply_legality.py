@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from notebook_bcc.fsm.workflow import next_state
 from notebook_bcc.models.names import State
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.protocol import Payload, parse_payload
 from notebook_bcc.protocol.apply import (
@@ -173,9 +174,14 @@ def test_any_payload_in_any_state_is_a_legal_move_or_a_typed_error(
     for event in applied.events:
         current = next_state(current, event)
     assert applied.snapshot.fsm.state is current
-    assert len(applied.records) == len(applied.events)
+    rows = [row for row in applied.records if isinstance(row, HistoryEntry)]
+    assert len(rows) == len(applied.events)
     history = applied.snapshot.fsm.history
-    assert history[len(history) - len(applied.events) :] == applied.records
+    assert history[len(history) - len(applied.events) :] == rows
+    repairs = [row for row in applied.records if isinstance(row, TraceRecord)]
+    assert [row.metadata["repairs"] for row in repairs] == (
+        [applied.repairs] if applied.repairs else []
+    )
 
 
 def test_every_sample_in_every_state_of_every_chain_point() -> None:

@@ -64,7 +64,7 @@ def test_default_shape_is_the_reference_clients() -> None:
     assert set(doc) == {"observation", "state"}
     assert set(doc["observation"]) == {"location"}
     location = doc["observation"]["location"]
-    assert set(location) == {"current", "progress", "goals"}
+    assert set(location) == {"current", "progress", "goals", "workflow_goals"}
     assert location["current"] == {
         "stage_id": "data_loading",
         "step_id": "load_csv",
@@ -76,7 +76,14 @@ def test_default_shape_is_the_reference_clients() -> None:
     assert steps["current"]["completion_status"] == "success"
     assert steps["current"]["pcs_considerations"]["computability"].startswith("pd.read_csv")
     assert steps["remaining"] == [
-        {"step_id": "inventory", "title": "Data Inventory", "goal": steps["remaining"][0]["goal"]}
+        {
+            "step_id": "inventory",
+            "title": "Data Inventory",
+            "goal": "Build data_inventory: dtype and missing share of every column.",
+            "verified_artifacts": {"data_inventory": "dict column -> {dtype, missing_share}"},
+            "required_variables": {"df_raw": ""},
+            "pcs_considerations": {"computability": "Pure pandas, deterministic."},
+        }
     ]
     behaviors = location["progress"]["behaviors"]
     assert [b["behavior_id"] for b in behaviors["completed"]] == ["load_csv_b1", "load_csv_b2"]
@@ -90,7 +97,7 @@ def test_default_shape_is_the_reference_clients() -> None:
     }
     assert state["variables"]["user_problem"] == snapshot.problem
     assert state["variables"]["user_submit_files"] == ["./assets/housing.csv"]
-    assert state["variables"]["df_raw"] == {"type": "DataFrame", "shape": [2930, 82]}
+    assert state["variables"]["df_raw"] == "DataFrame, shape (2930, 82)"
     assert state["variables"]["rmse"] == 23412.5
     assert state["acceptance"] == {
         "load_csv_b2": {
@@ -309,7 +316,16 @@ def test_a_2000_cell_notebook_fits_the_budget_reading_a_bounded_number_of_cells(
     assert digest["code"][-2].endswith("…")
     assert all(len(line) <= DEFAULT_BUDGET.notebook_line_chars for line in digest["code"])
     assert digest["headings"][-1] == "[1998] ## Section 500"
-    assert cells.reads <= 1 + 2 * DEFAULT_BUDGET.notebook_entries
+    newest = doc["state"]["notebook"]["cells"]
+    assert (newest[-1]["index"], newest[-1]["cell_type"]) == (2000, "code")
+    assert newest[-1]["source"].startswith("\n# step 500\ndf_500 = df.copy()\nx = 1\n")
+    assert newest[-1]["source"].endswith(" more chars]")
+    assert [cell["index"] for cell in newest] == list(range(2001 - len(newest), 2001))
+    assert doc["state"]["notebook"]["cells_omitted"] == 2000 - len(newest)
+    # each build reads the digest's cells and the newest full cells; the budget may rebuild
+    # the observation a few times: bounded by the budget, never by the notebook's length
+    per_build = 1 + 2 * DEFAULT_BUDGET.notebook_entries + DEFAULT_BUDGET.notebook_cells
+    assert cells.reads <= 2 * per_build
     Observation.model_validate(doc)
 
 

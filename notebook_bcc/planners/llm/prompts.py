@@ -59,8 +59,12 @@ PLACEHOLDERS: dict[str, str] = {
     "current_stage": "the current stage as the observation shows it (JSON)",
     "current_step": "the current step (JSON)",
     "current_behavior": "the current behavior (JSON)",
-    "variables": "the variables that exist, one per line with their type",
-    "notebook": "the notebook digest: title, headings, first lines of code cells",
+    "variables": "the variables that exist, one per line with their type and value",
+    "notebook": "the notebook: title, outline, and the newest cells in full (within the budget)",
+    "artifacts": "the artifact specification: what each current level must produce and "
+    "needs (name: description), one per line",
+    "effects": "effects.current (the outputs of this behavior's code so far; empty on the "
+    "first call) and how many older effects there are",
     "messages": "messages other agents sent this agent (empty when none)",
     "feedback": "behavior_feedback (JSON) after a behavior's actions",
     "stage_progress": "steps done out of all in the current stage, with a percentage",
@@ -291,6 +295,16 @@ def _current_view(observation: Mapping[str, Any], level: str) -> str:
     return "(none)" if current is None else _json(current)
 
 
+_VALUE_CHARS = 300
+"""Longest variable value shown on its line of ``{{variables}}`` (the observation has more)."""
+
+
+def _value_text(view: Any) -> str:
+    text = view if isinstance(view, str) else _compact(view)
+    text = " ".join(text.split())
+    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS] + "…"
+
+
 def _variables(request: PlannerRequest, observation: Mapping[str, Any]) -> str:
     shown = _state_block(observation).get("variables") or {}
     lines: list[str] = []
@@ -307,26 +321,103 @@ def _variables(request: PlannerRequest, observation: Mapping[str, Any]) -> str:
             kind = view["type"]
         else:
             kind = type(view).__name__
-        lines.append(f"- {name} ({kind})")
+        lines.append(f"- {name} ({kind}) = {_value_text(view)}")
     return "\n".join(lines) if lines else "(none yet)"
+
+
+_SPEC_FIELDS = (
+    ("behaviors", "behavior", (("outputs", "outputs"), ("inputs", "inputs"))),
+    (
+        "steps",
+        "step",
+        (
+            ("verified_artifacts", "verified_artifacts"),
+            ("required_variables", "required_variables"),
+        ),
+    ),
+    (
+        "stages",
+        "stage",
+        (
+            ("verified_artifacts", "verified_artifacts"),
+            ("required_variables", "required_variables"),
+        ),
+    ),
+)
+
+
+def _artifacts(observation: Mapping[str, Any]) -> str:
+    """Innermost level first: each current item's artifacts and inputs with descriptions."""
+    location = (observation.get("observation") or {}).get("location") or {}
+    progress = location.get("progress") or {}
+    lines: list[str] = []
+    for level, label, fields in _SPEC_FIELDS:
+        current = (progress.get(level) or {}).get("current")
+        if not isinstance(current, dict):
+            continue
+        item_id = current.get(f"{label}_id", "")
+        for key, title in fields:
+            entries = current.get(key)
+            if not isinstance(entries, dict) or not entries:
+                continue
+            lines.append(f"{label} `{item_id}` {title}:")
+            for name, text in entries.items():
+                lines.append(f"- {name}: {text}" if text else f"- {name}")
+    return "\n".join(lines) if lines else "(no artifacts specified)"
+
+
+def _effects(observation: Mapping[str, Any]) -> str:
+    effects = _state_block(observation).get("effects") or {}
+    current = effects.get("current") or []
+    history = effects.get("history") or []
+    if not current:
+        lines = ["effects.current is empty: no code of this behavior has run yet (first call)."]
+    else:
+        lines = ["effects.current (outputs of this behavior's code so far, oldest first):"]
+        lines += [f"[{number}] {entry}" for number, entry in enumerate(current, start=1)]
+    if history:
+        lines.append(f"({len(history)} older effects in effects.history, see the observation)")
+    return "\n".join(lines)
+
+
+def _cell_text(cell: Mapping[str, Any]) -> list[str]:
+    number = cell.get("index")
+    head = f"[{number}] {cell.get('cell_type', 'code')}" if number else str(cell.get("cell_type"))
+    lines = [f"--- {head}", str(cell.get("source", "")).rstrip("\n")]
+    for output in cell.get("outputs") or []:
+        text = output if isinstance(output, str) else _compact(output)
+        lines.append(f"    -> {text.rstrip()}")
+    return lines
 
 
 def _notebook(observation: Mapping[str, Any]) -> str:
     notebook = _state_block(observation).get("notebook") or {}
     digest = notebook.get("digest")
-    if not isinstance(digest, dict):
-        count = notebook.get("cell_count") or 0
+    cells = notebook.get("cells")
+    count = notebook.get("cell_count") or 0
+    if not isinstance(digest, dict) and not cells:
         return f"{count} cells" if count else "(no cells yet)"
+    digest = digest if isinstance(digest, dict) else {}
     title = notebook.get("title") or digest.get("title") or "(none)"
-    lines = [f"title: {title}", f"cells: {digest.get('cell_count', 0)}"]
+    lines = [f"title: {title}", f"cells: {max(count, digest.get('cell_count', 0))}"]
+    omitted = notebook.get("cells_omitted") or 0
     if digest.get("headings"):
         lines.append("headings:")
         lines += [f"  {entry}" for entry in digest["headings"]]
-    if digest.get("code"):
-        lines.append("code cells (first lines, latest):")
-        lines += [f"  {entry}" for entry in digest["code"]]
-    if digest.get("more"):
-        lines.append(str(digest["more"]))
+    if not cells:
+        if digest.get("code"):
+            lines.append("code cells (first lines, latest):")
+            lines += [f"  {entry}" for entry in digest["code"]]
+        if digest.get("more"):
+            lines.append(str(digest["more"]))
+        return "\n".join(lines)
+    if omitted:
+        lines.append(f"({omitted} older cells not shown; the newest {len(cells)} follow in full)")
+    else:
+        lines.append("all cells, in order:")
+    for cell in cells:
+        if isinstance(cell, Mapping):
+            lines += _cell_text(cell)
     return "\n".join(lines)
 
 
@@ -422,6 +513,8 @@ def prompt_values(
         "current_behavior": _current_view(observation, "behaviors"),
         "variables": _variables(request, observation),
         "notebook": _notebook(observation),
+        "artifacts": _artifacts(observation),
+        "effects": _effects(observation),
         "messages": _messages(messages or []),
         "feedback": "(none)"
         if request.behavior_feedback is None

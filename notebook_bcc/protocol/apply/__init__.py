@@ -5,12 +5,15 @@ payload and returns :class:`Applied` — the next snapshot with its FSM events a
 (history recorded), the events, records, warnings and parked decisions — or raises a typed
 :class:`ApplyError` leaving the input untouched. Every payload is checked against the state it
 arrives in (:data:`LEGAL_STATES`); D15 (iteration cap), D17 (decision precedence) and D18
-(updates parked until approved) are applied here. :func:`build_observation` is the projection
+(updates parked until approved) are applied here; a truncated payload is refused
+(:class:`DamagedPayloadError`) and the parser's repairs are listed (:func:`repair_lines`).
+:func:`build_observation` is the projection
 planners receive (D21). :func:`load_state_document` reads our snapshot or a reference-client
 state.
 """
 
 from notebook_bcc.protocol.apply.actions import apply_actions, complete_action
+from notebook_bcc.protocol.apply.damage import DamagedPayloadError, repair_lines
 from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells
 from notebook_bcc.protocol.apply.dispatch import apply_payload, apply_text
 from notebook_bcc.protocol.apply.errors import (
@@ -57,6 +60,7 @@ __all__ = [
     "ApplyError",
     "ApplyOptions",
     "ContradictoryPayloadError",
+    "DamagedPayloadError",
     "IllegalPayloadError",
     "NotebookDigest",
     "Observation",
@@ -86,5 +90,6 @@ __all__ = [
     "observation_size",
     "pending_updates",
     "reject_update",
+    "repair_lines",
     "snapshot_from_reference",
 ]

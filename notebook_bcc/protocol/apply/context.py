@@ -177,7 +177,9 @@ def track(
     going = list(outputs.in_progress) if in_progress is None else list(in_progress)
     going = [name for name in unique(going) if name not in done]
     wanted = unique([*outputs.expected, *expected, *remaining, *going, *produced])
-    return Outputs(expected=wanted, produced=done, in_progress=going)
+    return Outputs(
+        expected=wanted, produced=done, in_progress=going, descriptions=dict(outputs.descriptions)
+    )
 
 
 def mark_produced(outputs: Outputs, names: Sequence[str]) -> Outputs:

@@ -63,20 +63,48 @@ def conclude_behavior(
     complete_step(draft, status)
 
 
+def route_step(draft: Draft, step_id: str) -> None:
+    """Move the remaining step ``step_id`` to the front (the others keep their order)."""
+    steps = draft.level("steps")
+    chosen = [item for item in steps.remaining if item.id == step_id]
+    if not chosen:
+        done = {item.id for item in steps.completed}
+        if steps.current is not None:
+            done.add(steps.current.id)
+        why = "has already run" if step_id in done else "is not a step of this stage"
+        remaining = ", ".join(item.id for item in steps.remaining)
+        raise draft.fail(
+            ContradictoryPayloadError,
+            f"next_step_id {step_id!r} {why}; the remaining steps are: {remaining}",
+        )
+    others = [item for item in steps.remaining if item.id != step_id]
+    if steps.remaining[0].id != step_id:
+        draft.warn(f"next_step_id {step_id!r}: entered before {steps.remaining[0].id!r}")
+    draft.update_level("steps", remaining=[chosen[0], *others])
+
+
 def conclude_step(
     draft: Draft,
     outcome: StepOutcome,
     *,
     focus: str | None = None,
     goal_status: str | None = None,
+    next_step_id: str | None = None,
 ) -> None:
-    """Fire NEXT_STEP or COMPLETE_STAGE at ``step_completed`` (see module docstring)."""
+    """Fire NEXT_STEP or COMPLETE_STAGE at ``step_completed`` (see module docstring).
+
+    ``next_step_id`` (a stage reflection's routing) names the remaining step entered next;
+    a step that is not remaining (unknown, current or completed) is a protocol error.
+    """
     if outcome == "next_step":
-        if not draft.level("steps").remaining:
+        steps = draft.level("steps")
+        if not steps.remaining:
             raise draft.fail(
                 ContradictoryPayloadError,
                 "asks for the next step but no step remains in the stage (D17 protocol error)",
             )
+        if next_step_id is not None:
+            route_step(draft, next_step_id)
         advance_step(draft, focus=focus)
         return
     complete_stage(draft, goal_status=goal_status)

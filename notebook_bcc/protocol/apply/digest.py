@@ -1,4 +1,5 @@
-"""A bounded digest of a notebook's cells: title, headings, the first line of each code cell.
+"""A bounded digest of a notebook's cells: title, headings, the first line of each code cell,
+and the newest cells in full (sources clipped), as the reference sends ``notebook.cells``.
 
 An Action-Generator reads it to avoid duplicating cells even when the whole notebook does not
 fit in its context. Two ways in, both bounded:
@@ -17,7 +18,42 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 DEFAULT_LINE_CHARS = 120
+DEFAULT_RECENT = 40
+"""How many of the newest cells :class:`NotebookDigest` keeps in full."""
+DEFAULT_RECENT_CHARS = 4000
+"""How much of each kept cell's source it keeps."""
 _SCAN_PARTS = 50
+
+
+def source_text(source: str | Sequence[str], limit: int) -> str:
+    """A cell source as text, at most ``limit`` characters read (``… [N more chars]`` mark)."""
+    if isinstance(source, str):
+        text, total = source[: limit + 1], len(source)
+    else:
+        parts: list[str] = []
+        size = 0
+        total = 0
+        for part in source:
+            piece = str(part)
+            total += len(piece)
+            if size <= limit:
+                parts.append(piece)
+                size += len(piece)
+        text = "".join(parts)
+    if total <= limit:
+        return text[:limit]
+    return f"{text[:limit]}… [{total - limit} more chars]"
+
+
+def recent_cells(
+    entries: Sequence[tuple[int, str, str]], count: int, chars: int
+) -> list[dict[str, Any]]:
+    """The last ``count`` of ``(index, cell_type, source)`` entries as cell objects."""
+    shown = list(entries)[-count:] if count > 0 else []
+    return [
+        {"index": index, "cell_type": cell_type, "source": source_text(source, chars)}
+        for index, cell_type, source in shown
+    ]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -74,8 +110,12 @@ class NotebookDigest:
         max_headings: int = 200,
         max_code: int = 60,
         line_chars: int = DEFAULT_LINE_CHARS,
+        max_recent: int = DEFAULT_RECENT,
+        recent_chars: int = DEFAULT_RECENT_CHARS,
     ) -> None:
         self.max_headings = max_headings
+        self.recent_chars = recent_chars
+        self.recent: deque[tuple[int, str, str]] = deque(maxlen=max_recent)
         self.line_chars = line_chars
         self.title: str | None = None
         self.cell_count = 0
@@ -88,6 +128,7 @@ class NotebookDigest:
         self.cell_count += 1
         if cell_type not in ("markdown", "code"):
             return
+        self.recent.append((self.cell_count, cell_type, source_text(source, self.recent_chars)))
         line = first_line(source, self.line_chars)
         if not line:
             return
@@ -108,6 +149,10 @@ class NotebookDigest:
             self.add(*cell_parts(cell))
         return self
 
+    def cells(self, count: int, chars: int) -> list[dict[str, Any]]:
+        """The newest ``count`` cells kept, sources clipped to ``chars``."""
+        return recent_cells(self.recent, count, chars)
+
     def view(self, entries: int, line_chars: int = DEFAULT_LINE_CHARS) -> dict[str, Any]:
         """At most ``entries`` lines: headings first (outline), then the latest code lines."""
         headings = self.headings[: max(entries // 2, 1)] if entries > 0 else []
@@ -121,6 +166,18 @@ class NotebookDigest:
             "code": [_clip(c, line_chars) for c in code],
             "more": _more(self.cell_count - shown),
         }
+
+
+def last_cells(cells: Sequence[Any], count: int, chars: int) -> list[dict[str, Any]]:
+    """The newest ``count`` markdown and code cells of ``cells`` (pairs or mappings)."""
+    entries: list[tuple[int, str, str]] = []
+    index = len(cells) - 1
+    while index >= 0 and len(entries) < count:
+        cell_type, source = cell_parts(cells[index])
+        if cell_type in ("markdown", "code"):
+            entries.append((index + 1, cell_type, source_text(source, chars)))
+        index -= 1
+    return recent_cells(entries[::-1], count, chars)
 
 
 def digest_cells(

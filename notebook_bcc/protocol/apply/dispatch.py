@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from notebook_bcc.models.base import utc_now_iso
+from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.protocol.apply.actions import apply_actions
+from notebook_bcc.protocol.apply.damage import check_intact, repair_lines
 from notebook_bcc.protocol.apply.planning import apply_planning, apply_signals
 from notebook_bcc.protocol.apply.plans import apply_behavior, apply_stages, apply_steps
 from notebook_bcc.protocol.apply.reflect import apply_reflection, apply_stage_reflection
@@ -12,6 +15,7 @@ from notebook_bcc.protocol.apply.result import (
     DEFAULT_MAX_ITERATIONS,
     Applied,
     ApplyOptions,
+    epoch_seconds,
 )
 from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.protocol.payloads import (
@@ -42,12 +46,31 @@ def apply_payload(
     """Apply any parsed payload to ``snapshot``: the next snapshot with its events fired.
 
     Raises an :class:`ApplyError` (the snapshot unchanged) when the payload is illegal in the
-    current FSM state or contradicts itself or the snapshot. Pure: no I/O, the input snapshot
-    is never modified.
+    current FSM state or contradicts itself or the snapshot, and a
+    :class:`~.damage.DamagedPayloadError` when it is truncated. The repairs the parser made are
+    listed in :attr:`Applied.repairs` and in a ``repair:<kind>`` trace row. Pure:
+    no I/O, the input snapshot is never modified.
     """
+    check_intact(payload, snapshot.fsm.state)
     options = ApplyOptions(
         actor=actor, at=at, max_iterations=max_iterations, effects_history_cap=effects_history_cap
     )
+    applied = _dispatch(snapshot, payload, options)
+    repairs = repair_lines(payload)
+    if not repairs:
+        return applied
+    at = options.at or utc_now_iso()
+    trace = TraceRecord(
+        actor=actor,
+        action=f"repair:{getattr(payload, 'kind', 'payload')}",
+        timestamp=epoch_seconds(at),
+        result="applied",
+        metadata={"repairs": repairs},
+    )
+    return applied.model_copy(update={"repairs": repairs, "records": [*applied.records, trace]})
+
+
+def _dispatch(snapshot: WorkflowSnapshot, payload: Payload, options: ApplyOptions) -> Applied:
     if isinstance(payload, (StagesPayload, WorkflowPayload)):
         return apply_stages(snapshot, payload, options=options)
     if isinstance(payload, StepsPayload):

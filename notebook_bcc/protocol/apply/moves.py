@@ -69,7 +69,10 @@ def begin_behavior(draft: Draft, behavior: PlanItem, iteration: int) -> None:
         current=behavior,
         iteration=iteration,
         focus=behavior.focus or behavior.task,
-        current_outputs=Outputs(expected=list(behavior.outputs)),
+        current_outputs=Outputs(
+            expected=list(behavior.outputs),
+            descriptions={name: text for name, text in behavior.outputs.items() if text},
+        ),
     )
     draft.set_location(behavior_id=behavior.id, behavior_iteration=iteration)
     draft.set(action_queue=ActionQueue(behavior_id=behavior.id, iteration=iteration))

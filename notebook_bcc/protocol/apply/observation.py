@@ -18,9 +18,16 @@ response, or passed in) shapes it:
 - ``focus_to_include``: the levels whose ``focus`` text is shown;
 - ``outputs_tracking``: expected variables and which of them are still missing.
 
+Shapes follow the reference client's documents (:mod:`.views`): artifact and variable specs as
+``name: description`` maps at every level, remaining items with their specs, completed items
+with what they were asked and how they ended, ``current_outputs.expected`` as ``{name,
+description}``, variables as ``name: value``, ``notebook.cells`` (the newest cells in full) and
+``last_output`` as recorded, ``FSM.last_transition`` as the reference spelled it.
+
 Budget: every string is clipped with a marker, every list capped (with a count of what was left
-out), the notebook given as a digest; if the whole is still over ``max_chars``, it is rebuilt
-with halved caps. Cost: O(variables + budget), whatever the notebook's length.
+out), the notebook given as a digest plus its newest cells; if the whole is still over
+``max_chars``, it is rebuilt with halved caps (:func:`.views.trim_notes` lists what was cut).
+Cost: O(variables + budget), whatever the notebook's length.
 """
 
 from __future__ import annotations
@@ -39,14 +46,24 @@ from notebook_bcc.models.snapshot import (
     AcceptanceResult,
     CurrentLocation,
     LevelProgress,
-    Outputs,
-    PlanItem,
     VariableInfo,
     WorkflowSnapshot,
 )
 from notebook_bcc.protocol.apply.context import USER_VARIABLES, unique
-from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells
+from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells, last_cells
+from notebook_bcc.protocol.apply.views import (
+    bounded,
+    cells_view,
+    clip,
+    completed_view,
+    item_view,
+    outputs_view,
+    remaining_view,
+    variable_view,
+)
 from notebook_bcc.protocol.planning import ContextFilter, SummarizeStrategy
+
+__all__ = ["bounded", "clip", "item_view"]
 
 ObservationFormat = Literal["state", "context"]
 StateCase = Literal["upper", "lower"]
@@ -72,6 +89,8 @@ class ObservationBudget:
     max_gaps: int = 30
     notebook_entries: int = 40
     notebook_line_chars: int = 120
+    notebook_cells: int = 20
+    max_cell_chars: int = 2000
     max_chars: int = 60_000
 
     def tighter(self) -> ObservationBudget:
@@ -89,43 +108,15 @@ class ObservationBudget:
             acceptance_behaviors=max(self.acceptance_behaviors // 2, 1),
             max_gaps=self.max_gaps // 2,
             notebook_entries=self.notebook_entries // 2,
+            notebook_cells=self.notebook_cells // 2,
+            max_cell_chars=max(self.max_cell_chars // 2, 80),
         )
 
 
 DEFAULT_BUDGET = ObservationBudget()
 
 
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters with a ``… [N more chars]`` marker."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit} more chars]"
-
-
-def bounded(value: Any, limit: int) -> Any:
-    """A JSON value kept as is when small, else its JSON text clipped (strings clipped)."""
-    if isinstance(value, str):
-        return clip(value, limit)
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= limit else clip(text, limit)
-
-
 # ---------------------------------------------------------------- variables
-
-
-def _summary(info: VariableInfo, budget: ObservationBudget) -> dict[str, Any]:
-    view: dict[str, Any] = {"type": info.type}
-    if info.shape is not None:
-        view["shape"] = info.shape
-    if info.length is not None:
-        view["length"] = info.length
-    if info.dtypes:
-        view["dtypes"] = _dtypes(info.dtypes, budget)
-    if info.repr:
-        view["repr"] = clip(info.repr, budget.max_value_chars)
-    return view
 
 
 def _dtypes(dtypes: dict[str, str], budget: ObservationBudget) -> dict[str, str]:
@@ -166,9 +157,7 @@ def _strategy_view(
 
 
 def _default_view(info: VariableInfo, budget: ObservationBudget) -> Any:
-    if info.value is not None:
-        return bounded(info.value, budget.max_value_chars)
-    return _summary(info, budget)
+    return variable_view(info, budget.max_value_chars, budget.max_dtypes)
 
 
 def _user_variables(snapshot: WorkflowSnapshot) -> dict[str, VariableInfo]:
@@ -282,89 +271,20 @@ def project_effects(
 
 # ---------------------------------------------------------------- location
 
-_ID_KEYS = {"stages": "stage_id", "steps": "step_id", "behaviors": "behavior_id"}
-_ITEM_FIELDS = (
-    "title",
-    "goal",
-    "verified_artifacts",
-    "required_variables",
-    "acceptance",
-    "focus",
-    "agent",
-    "task",
-    "inputs",
-    "outputs",
-    "iteration",
-    "completion_status",
-    "artifacts_produced",
-    "whathappened",
-)
-_EXTRA_SHOWN = ("description", "goals", "experience", "goal_status", "goal_review")
-
-
-def _clip_any(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        return clip(value, limit)
-    if isinstance(value, list):
-        return [_clip_any(entry, limit) for entry in value]
-    if isinstance(value, dict):
-        return {key: _clip_any(entry, limit) for key, entry in value.items()}
-    return value
-
-
-def item_view(item: PlanItem, level: str, budget: ObservationBudget) -> dict[str, Any]:
-    """A plan item as planners see it (seed 000 keys: ``stage_id``, ``step_id``, ...)."""
-    view: dict[str, Any] = {_ID_KEYS[level]: item.id}
-    for name in _ITEM_FIELDS:
-        value = getattr(item, name)
-        if value not in (None, [], {}):
-            view[name] = _clip_any(value, budget.max_value_chars)
-    if item.optional:
-        view["optional"] = True
-    if item.pcs_considerations is not None:
-        pcs = item.pcs_considerations.model_dump(exclude_none=True)
-        view["pcs_considerations"] = _clip_any(pcs, budget.max_value_chars)
-    if item.visits > 1:
-        view["visits"] = item.visits
-    for key in _EXTRA_SHOWN:
-        if key in item.extra:
-            view[key] = _clip_any(item.extra[key], budget.max_value_chars)
-    return view
-
-
-def _brief(item: PlanItem, level: str, budget: ObservationBudget, done: bool) -> dict[str, Any]:
-    view: dict[str, Any] = {_ID_KEYS[level]: item.id}
-    if item.title:
-        view["title"] = clip(item.title, budget.max_value_chars)
-    if done:
-        if item.completion_status:
-            view["completion_status"] = item.completion_status
-        if item.artifacts_produced:
-            view["artifacts_produced"] = list(item.artifacts_produced)
-    else:
-        if item.goal:
-            view["goal"] = clip(item.goal, budget.max_value_chars)
-        if item.optional:
-            view["optional"] = True
-    return view
-
-
-def _outputs(outputs: Outputs) -> dict[str, list[str]]:
-    return outputs.model_dump(mode="json")
-
 
 def level_view(
     progress: LevelProgress, level: str, budget: ObservationBudget, show_focus: bool
 ) -> dict[str, Any]:
-    """One level of ``progress`` with capped completed / remaining lists."""
+    """One level of ``progress`` with capped completed / remaining lists (see :mod:`.views`)."""
+    limit = budget.max_value_chars
     completed = progress.completed
     shown_done = completed[-budget.completed_items :] if budget.completed_items else []
     remaining = progress.remaining[: budget.remaining_items]
     view: dict[str, Any] = {
-        "completed": [_brief(item, level, budget, True) for item in shown_done],
-        "current": None if progress.current is None else item_view(progress.current, level, budget),
-        "remaining": [_brief(item, level, budget, False) for item in remaining],
-        "current_outputs": _outputs(progress.current_outputs),
+        "completed": [completed_view(item, level, limit) for item in shown_done],
+        "current": None if progress.current is None else item_view(progress.current, level, limit),
+        "remaining": [remaining_view(item, level, limit) for item in remaining],
+        "current_outputs": outputs_view(progress.current_outputs, limit),
     }
     if len(completed) > len(shown_done):
         view["completed_omitted"] = len(completed) - len(shown_done)
@@ -399,6 +319,8 @@ def project_location(
         "progress": progress,
         "goals": None if location.goals is None else clip(location.goals, budget.max_value_chars),
     }
+    if location.workflow_goals:
+        view["workflow_goals"] = clip(location.workflow_goals, budget.max_value_chars)
     tracking = None if context_filter is None else context_filter.outputs_tracking
     if tracking is not None:
         present = set(snapshot.variables) | set(_user_variables(snapshot))
@@ -437,16 +359,22 @@ def project_notebook(
         "cell_count": notebook.cell_count,
         "execution_count": notebook.execution_count,
         "last_cell_type": notebook.last_cell_type,
-        "last_output": None
-        if notebook.last_output is None
-        else clip(notebook.last_output, budget.max_value_chars),
+        "last_output": bounded(notebook.last_output, budget.max_cell_chars),
     }
+    if notebook.cells:
+        view.update(cells_view(notebook.cells, budget.notebook_cells, budget.max_cell_chars))
     if cells is not None:
         if isinstance(cells, NotebookDigest):
             digest = cells.view(budget.notebook_entries, budget.notebook_line_chars)
+            newest = cells.cells(budget.notebook_cells, budget.max_cell_chars)
         else:
             digest = digest_cells(cells, budget.notebook_entries, budget.notebook_line_chars)
+            newest = last_cells(cells, budget.notebook_cells, budget.max_cell_chars)
         view["digest"] = digest
+        if newest and "cells" not in view:
+            view["cells"] = newest
+            if digest["cell_count"] > len(newest):
+                view["cells_omitted"] = digest["cell_count"] - len(newest)
         if view["title"] is None:
             view["title"] = digest["title"]
         view["cell_count"] = max(view["cell_count"], digest["cell_count"])
@@ -460,7 +388,8 @@ def project_fsm(
     fsm = snapshot.fsm
     view: dict[str, Any] = {
         "state": _state_name(fsm.state, case),
-        "last_transition": None if fsm.last_transition is None else fsm.last_transition.value,
+        "last_transition": fsm.last_transition_name
+        or (None if fsm.last_transition is None else fsm.last_transition.value),
         "timestamp": fsm.timestamp,
     }
     if with_history:
@@ -517,7 +446,7 @@ def _state_block(
 ) -> dict[str, Any]:
     variables, warnings = project_variables(snapshot, context_filter, budget)
     gaps = snapshot.gaps[-budget.max_gaps :] if budget.max_gaps else []
-    return {
+    block: dict[str, Any] = {
         "variables": variables,
         "effects": project_effects(snapshot, context_filter, budget, warnings),
         "notebook": project_notebook(snapshot, cells, budget),
@@ -527,6 +456,9 @@ def _state_block(
             {"variable": gap.variable, "level": gap.level, "owner_id": gap.owner_id} for gap in gaps
         ],
     }
+    if snapshot.deprecated_variables:
+        block["deprecated_variables"] = list(snapshot.deprecated_variables)
+    return block
 
 
 def _filter(
@@ -585,6 +517,21 @@ def observation_size(doc: Mapping[str, Any]) -> int:
 # ---------------------------------------------------------------- schema models
 
 
+class ExpectedView(WireModel):
+    """One expected artifact: its name and description (the artifact specification)."""
+
+    name: str
+    description: str = ""
+
+
+class OutputsView(WireModel):
+    """``current_outputs`` in an observation."""
+
+    expected: list[ExpectedView] = Field(default_factory=list)
+    produced: list[str] = Field(default_factory=list)
+    in_progress: list[str] = Field(default_factory=list)
+
+
 class LevelView(WireModel):
     """One level of progress in an observation."""
 
@@ -594,7 +541,7 @@ class LevelView(WireModel):
     remaining: list[dict[str, Any]] = Field(default_factory=list)
     remaining_omitted: int | None = None
     focus: str | None = None
-    current_outputs: Outputs = Field(default_factory=Outputs)
+    current_outputs: OutputsView = Field(default_factory=OutputsView)
     iteration: int | None = None
 
 
@@ -620,6 +567,7 @@ class LocationView(WireModel):
     current: CurrentLocation
     progress: ProgressView
     goals: str | None = None
+    workflow_goals: str | None = None
     outputs_tracking: OutputsTrackingView | None = None
 
 
@@ -648,7 +596,9 @@ class NotebookView(WireModel):
     cell_count: int = 0
     execution_count: int = 0
     last_cell_type: str | None = None
-    last_output: str | None = None
+    last_output: Any = None
+    cells: list[dict[str, Any]] | None = None
+    cells_omitted: int | None = None
     digest: DigestView | None = None
 
 
@@ -687,6 +637,7 @@ class StateView(WireModel):
     fsm: FsmView = Field(alias="FSM")
     acceptance: dict[str, dict[str, AcceptanceResult]] = Field(default_factory=dict)
     gaps: list[GapView] = Field(default_factory=list)
+    deprecated_variables: list[str] | None = None
 
 
 class ObservationPart(WireModel):

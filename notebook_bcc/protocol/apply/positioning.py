@@ -236,7 +236,8 @@ def split(progress: LevelProgress, plan: list[PlanItem], level: str) -> Split:
         if at >= 0:
             current = merge_definition(current, plan[at])
             expected = list(dict.fromkeys([*current.verified_artifacts, *outputs.expected]))
-            outputs = outputs.model_copy(update={"expected": expected})
+            described = {**outputs.descriptions, **_described(current.verified_artifacts)}
+            outputs = outputs.model_copy(update={"expected": expected, "descriptions": described})
         else:
             notes.append(
                 f"the running {level[:-1]} {current.id!r} is not in the new plan; it finishes first"
@@ -251,6 +252,11 @@ def split(progress: LevelProgress, plan: list[PlanItem], level: str) -> Split:
     )
 
 
+def _described(names: dict[str, str]) -> dict[str, str]:
+    """The entries of a name map that carry a description."""
+    return {name: text for name, text in names.items() if text}
+
+
 def start_first(progress: LevelProgress) -> LevelProgress:
     """Make the first remaining item current (visits + 1), its artifacts the expected outputs."""
     if not progress.remaining:
@@ -261,6 +267,9 @@ def start_first(progress: LevelProgress) -> LevelProgress:
         update={
             "current": first,
             "remaining": rest,
-            "current_outputs": Outputs(expected=list(first.verified_artifacts)),
+            "current_outputs": Outputs(
+                expected=list(first.verified_artifacts),
+                descriptions=_described(first.verified_artifacts),
+            ),
         }
     )

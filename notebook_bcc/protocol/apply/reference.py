@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from notebook_bcc.errors import UnknownNameError
+from notebook_bcc.fsm.workflow import can_fire, next_state
 from notebook_bcc.models.names import Event, State, parse_event, parse_state
 from notebook_bcc.models.records import HistoryEntry
 from notebook_bcc.models.snapshot import (
@@ -115,13 +116,26 @@ def _state(value: Any, pointer: str) -> State:
 
 def _event(value: Any, pointer: str) -> Event:
     """An event name as the reference writes it (``START_STEP -> step_running`` and typos)."""
-    if isinstance(value, str):
-        name = value.split("->", 1)[0].strip().upper().replace("COMPELETE", "COMPLETE")
-        value = name.removeprefix("TRANSITION_TO_")
+    found = _event_or_none(value)
+    if found is not None:
+        return found
     try:
         return parse_event(value)
     except UnknownNameError as exc:
         raise StateDocumentError(pointer, exc.message) from None
+
+
+def _event_or_none(value: Any) -> Event | None:
+    """The event a reference spelling names, or None (``TRANSITION_TO_<STATE>`` names a state)."""
+    if not isinstance(value, str):
+        return None
+    name = value.split("->", 1)[0].strip().upper().replace("COMPELETE", "COMPLETE")
+    for candidate in (name, name.removeprefix("TRANSITION_TO_")):
+        try:
+            return parse_event(candidate)
+        except UnknownNameError:
+            continue
+    return None
 
 
 def _status(value: Any, pointer: str) -> str | None:
@@ -137,11 +151,34 @@ def _status(value: Any, pointer: str) -> str | None:
 
 
 def _mapping_text(value: Any, pointer: str) -> dict[str, str]:
+    """``name -> text`` (bound inputs, declared outputs, artifact and variable specs).
+
+    A mapping keeps its values (an object value gives its ``description``, else its JSON
+    text); a list gives names, with the ``description`` of ``{name, description}`` entries;
+    text gives the names it lists.
+    """
     if value is None:
         return {}
-    if isinstance(value, list):
+    if isinstance(value, str):
         return dict.fromkeys(_names(value, pointer), "")
-    return {str(k): _text(v, _ptr(pointer, k)) or "" for k, v in _obj(value, pointer).items()}
+    if isinstance(value, list):
+        result: dict[str, str] = {}
+        for index, entry in enumerate(value):
+            if isinstance(entry, Mapping) and isinstance(entry.get("name") or entry.get("id"), str):
+                name = str(entry.get("name") or entry.get("id"))
+                text = entry.get("description", entry.get("value"))
+                result[name] = _text(text, _ptr(_ptr(pointer, index), "description")) or ""
+            else:
+                for name in _names([entry], _ptr(pointer, index)):
+                    result.setdefault(name, "")
+        return result
+    result = {}
+    for key, entry in _obj(value, pointer).items():
+        if isinstance(entry, Mapping) and isinstance(entry.get("description"), str):
+            result[str(key)] = entry["description"]
+        else:
+            result[str(key)] = _text(entry, _ptr(pointer, key)) or ""
+    return result
 
 
 _ITEM_KEYS = frozenset(
@@ -197,10 +234,10 @@ def _item(value: Any, pointer: str, level: str) -> PlanItem:
         id=raw_id,
         title=_text(data.get("title"), _ptr(pointer, "title")),
         goal=goal or description,
-        verified_artifacts=_names(
+        verified_artifacts=_mapping_text(
             data.get("verified_artifacts"), _ptr(pointer, "verified_artifacts")
         ),
-        required_variables=_names(
+        required_variables=_mapping_text(
             data.get("required_variables"), _ptr(pointer, "required_variables")
         ),
         acceptance=criteria(data.get("acceptance")),
@@ -226,8 +263,10 @@ def _item(value: Any, pointer: str, level: str) -> PlanItem:
 
 def _outputs(value: Any, pointer: str) -> Outputs:
     data = _obj(value, pointer)
+    expected = _mapping_text(data.get("expected"), _ptr(pointer, "expected"))
     return Outputs(
-        expected=_names(data.get("expected"), _ptr(pointer, "expected")),
+        expected=list(expected),
+        descriptions={name: text for name, text in expected.items() if text},
         produced=_names(data.get("produced"), _ptr(pointer, "produced")),
         in_progress=_names(data.get("in_progress"), _ptr(pointer, "in_progress")),
     )
@@ -292,6 +331,14 @@ def _variable(value: Any) -> VariableInfo:
     return VariableInfo(type=type(value).__name__, value=value, length=length, source="kernel")
 
 
+def _event_between(source: State, target: State) -> Event | None:
+    """The one event the FSM table fires from ``source`` to ``target`` (None if not one)."""
+    found = [
+        event for event in Event if can_fire(source, event) and next_state(source, event) == target
+    ]
+    return found[0] if len(found) == 1 else None
+
+
 def _fsm(value: Any, pointer: str) -> FsmBlock:
     data = _obj(value, pointer)
     if not data:
@@ -303,18 +350,26 @@ def _fsm(value: Any, pointer: str) -> FsmBlock:
     for index, raw in enumerate(_list(data.get("history"), history_ptr)):
         entry_ptr = _ptr(history_ptr, index)
         entry = _obj(raw, entry_ptr)
+        from_state = _state(entry.get("from"), _ptr(entry_ptr, "from"))
+        to_state = _state(entry.get("to"), _ptr(entry_ptr, "to"))
+        event = _event_or_none(entry.get("event")) or _event_between(from_state, to_state)
         history.append(
             HistoryEntry(
-                from_state=_state(entry.get("from"), _ptr(entry_ptr, "from")),
-                event=_event(entry.get("event"), _ptr(entry_ptr, "event")),
-                to=_state(entry.get("to"), _ptr(entry_ptr, "to")),
+                from_state=from_state,
+                event=event or _event(entry.get("event"), _ptr(entry_ptr, "event")),
+                to=to_state,
                 timestamp=_text(entry.get("timestamp"), _ptr(entry_ptr, "timestamp")) or "",
                 actor=_text(entry.get("actor"), _ptr(entry_ptr, "actor")) or "client",
             )
         )
+    last_event = _event_or_none(last)
+    last_name = None
+    if last is not None and (last_event is None or last_event.value != last):
+        last_name = _text(last, _ptr(pointer, "last_transition"))
     return FsmBlock(
         state=state,
-        last_transition=None if last is None else _event(last, _ptr(pointer, "last_transition")),
+        last_transition=last_event,
+        last_transition_name=last_name,
         timestamp=_text(data.get("timestamp"), _ptr(pointer, "timestamp")),
         history=history[-HISTORY_TAIL:],
     )
@@ -337,8 +392,19 @@ def _notebook(value: Any, pointer: str) -> NotebookSummary:
         cell_count=_int(count, _ptr(pointer, "cell_count")),
         execution_count=_int(data.get("execution_count"), _ptr(pointer, "execution_count")),
         last_cell_type=cell_type,
-        last_output=_text(data.get("last_output"), _ptr(pointer, "last_output")),
+        last_output=data.get("last_output"),
+        cells=[
+            _cell(cell, _ptr(_ptr(pointer, "cells"), index))
+            for index, cell in enumerate(_list(cells, _ptr(pointer, "cells")))
+        ],
     )
+
+
+def _cell(value: Any, pointer: str) -> dict[str, Any]:
+    """One notebook cell as the reference recorded it (an object; text is a markdown cell)."""
+    if isinstance(value, str):
+        return {"cell_type": "markdown", "source": value}
+    return _obj(value, pointer)
 
 
 def _effects(value: Any, pointer: str) -> Effects:

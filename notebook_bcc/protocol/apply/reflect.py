@@ -233,6 +233,24 @@ def _stage_notes(draft: Draft, payload: StageReflectionPayload) -> None:
         draft.update_level("stages", current=stage.model_copy(update={"extra": extra}))
 
 
+def _keep_management(draft: Draft, payload: StageReflectionPayload) -> None:
+    """The variable management on the stage (``extra``), so planners see what carries on."""
+    management = payload.variable_management
+    stage = draft.level("stages").current
+    if management is None or stage is None:
+        return
+    kept = {
+        "retain": names(management.retained),
+        "deprecate": names(management.deprecated),
+        "required_for_next": names(management.required_for_next),
+        "gaps": names(management.gaps),
+    }
+    kept = {key: value for key, value in kept.items() if value}
+    if kept:
+        extra = {**stage.extra, "variable_management": kept}
+        draft.update_level("stages", current=stage.model_copy(update={"extra": extra}))
+
+
 def apply_stage_reflection(
     snapshot: WorkflowSnapshot,
     payload: StageReflectionPayload,
@@ -264,6 +282,7 @@ def apply_stage_reflection(
         if stage is not None and management.gaps is not None:
             missing = [name for name in names(management.gaps) if name not in known]
             add_gaps(draft, missing, "stage", stage.id, effect=False, reported=True)
+        _keep_management(draft, payload)
     if payload.context_for_next is not None:
         merge_declared(draft, declared(payload.context_for_next.variables_produced))
     apply_tracking(draft, payload.outputs_tracking_update, "stages")
@@ -275,5 +294,6 @@ def apply_stage_reflection(
         outcome,
         focus=None if decision is None else decision.next_focus,
         goal_status=None if assessment is None else assessment.goal_status,
+        next_step_id=payload.next_step_id,
     )
     return draft.finish()

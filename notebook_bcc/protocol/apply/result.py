@@ -91,6 +91,9 @@ class Applied(WireModel):
     pending: list[PendingDecision] = Field(default_factory=list)
     actions: list[JsonAction] = Field(default_factory=list)
     diff: PlanDiff | None = None
+    repairs: list[str] = Field(
+        default_factory=list, description="what the parser repaired in the payload, one a line"
+    )
 
     @property
     def event(self) -> Event | None:
@@ -98,12 +101,44 @@ class Applied(WireModel):
         return self.events[-1] if self.events else None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"event", "events", "warnings", "pending", "actions", "diff", "snapshot"}`` (JSON).
+        """``{"event", "events", "warnings", "pending", "actions", "diff", "repairs", "snapshot"}``.
 
         ``records`` are left out: the FSM rows are the snapshot's history tail already.
         """
         body = self.model_dump(mode="json", by_alias=True, exclude={"records"})
         return {"event": None if self.event is None else self.event.value, **body}
+
+
+def innermost_goal(snapshot: WorkflowSnapshot) -> str | None:
+    """The goal of the innermost active level, as the reference sets ``location.goals``.
+
+    The running behavior's task; else the current step's goal; else the current stage's
+    (its updated ``goals`` first); else the workflow's goals.
+    """
+    progress = snapshot.location.progress
+    behavior = progress.behaviors.current
+    if behavior is not None and (behavior.task or behavior.goal):
+        return behavior.task or behavior.goal
+    step = progress.steps.current
+    if step is not None and step.goal:
+        return step.goal
+    stage = progress.stages.current
+    if stage is not None:
+        goals = stage.extra.get("goals")
+        if isinstance(goals, str) and goals:
+            return goals
+        if stage.goal:
+            return stage.goal
+    return snapshot.location.workflow_goals or snapshot.location.goals
+
+
+def follow_goals(snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
+    """``snapshot`` with ``location.goals`` set to :func:`innermost_goal`."""
+    goal = innermost_goal(snapshot)
+    if goal == snapshot.location.goals:
+        return snapshot
+    location = snapshot.location.model_copy(update={"goals": goal})
+    return snapshot.model_copy(update={"location": location})
 
 
 def epoch_seconds(at: str) -> float:
@@ -184,9 +219,10 @@ class Draft:
         self.set(location=location.model_copy(update={"current": current}))
 
     def set_goals(self, goals: str | None) -> None:
-        """Set ``location.goals`` when ``goals`` has text."""
+        """Keep a stage plan's workflow-wide goals (``location.workflow_goals``) when given."""
         if goals:
-            self.set(location=self.snapshot.location.model_copy(update={"goals": goals}))
+            location = self.snapshot.location.model_copy(update={"workflow_goals": goals})
+            self.set(location=location)
 
     def warn(self, message: str) -> None:
         """Record a trace warning (returned in :attr:`Applied.warnings`)."""
@@ -198,7 +234,7 @@ class Draft:
         from notebook_bcc.protocol.apply.metrics import refresh_metrics
 
         if self.snapshot is not self.original:
-            self.snapshot = refresh_metrics(self.snapshot)
+            self.snapshot = follow_goals(refresh_metrics(self.snapshot))
         return Applied(
             snapshot=self.snapshot,
             events=self.events,
