@@ -87,7 +87,11 @@ def test_the_example_replays_to_completion_from_a_fresh_copy(tmp_path: Path) -> 
     assert [text for text in markdown if text.startswith("#")] == HEADINGS
     assert notebook["metadata"]["title"] == "Housing price model"
     assert source(cells[0]).startswith("# notebook-bcc inputs")
-    assert str(copy / "inputs" / "housing.csv") in source(cells[0]), "inputs come from the copy"
+    listed = source(cells[0]).split("user_submit_files = ['")[1].split("'")[0]
+    assert not Path(listed).is_absolute(), "inputs are written relative to the notebook"
+    assert (out / listed).resolve() == (copy / "inputs" / "housing.csv").resolve(), (
+        "inputs come from the copy"
+    )
     code = [c for c in cells if c["cell_type"] == "code"]
     assert len(code) == 13
     outputs = [o for c in code for o in c.get("outputs", [])]
