@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notebook_bcc.engine.irreversible import is_irreversible
+from notebook_bcc.engine.parameters import inject_parameters
 from notebook_bcc.engine.routing import drop_pending, fire_event, with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
@@ -179,6 +180,7 @@ class ActionExecutor:
             reason=None,
             complete=False,
         )
+        await inject_parameters(self)
 
     # -- action_running -------------------------------------------------------------------
 

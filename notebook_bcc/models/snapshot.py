@@ -44,6 +44,7 @@ PendingKind = Literal[
     "irreversible_confirmation",
     "in_doubt",
     "kernel_rebuild",
+    "budget",
 ]
 
 
@@ -286,6 +287,11 @@ class WorkflowSnapshot(WireModel):
     planner: PlannerSettings = Field(default_factory=PlannerSettings)
     problem: str | None = Field(default=None, description="The user's problem text.")
     files: list[str] = Field(default_factory=list, description="User input files.")
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Run parameters (`-p NAME VALUE`, papermill style): plain JSON values, "
+        "injected into the `injected-parameters` cell before the first action.",
+    )
     deprecated_variables: list[str] = Field(
         default_factory=list,
         description="Variables a stage reflection deprecated: still in the kernel, hidden from "
@@ -306,6 +312,7 @@ def new_snapshot(
     problem: str | None = None,
     files: list[str] | None = None,
     planner: PlannerSettings | None = None,
+    parameters: dict[str, Any] | None = None,
 ) -> WorkflowSnapshot:
     """A fresh snapshot in ``idle`` with the user's inputs recorded."""
     return WorkflowSnapshot(
@@ -314,5 +321,6 @@ def new_snapshot(
         notebook_path=notebook_path,
         problem=problem,
         files=list(files or []),
+        parameters=dict(parameters or {}),
         planner=planner or PlannerSettings(),
     )
