@@ -296,6 +296,8 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(parameters, int):
         return parameters
     extras = run_extras.RunExtras(args, name=name, plan=_plan(planner))
+    notebook = extras.notebook_path(args.notebook, Path("out") / name / f"{name}.ipynb")
+    extras.check_report_target(notebook)
     if args.record is not None:
         from notebook_bcc.planners.recording import RecordingPlanner
 
@@ -307,8 +309,6 @@ def _run(args: argparse.Namespace) -> int:
     from notebook_bcc.engine.headless import HeadlessRun
     from notebook_bcc.engine.options import EngineOptions
 
-    notebook = extras.notebook_path(args.notebook, Path("out") / name / f"{name}.ipynb")
-    extras.check_report_target(notebook)
     state_db = args.state_db or notebook.with_name("state.sqlite")
     view = choose_view(json_lines=args.json)
     run = HeadlessRun(
