@@ -6,8 +6,9 @@ Layout (the common Jenkins / GitLab / GitHub-action readers' subset):
 - one ``<testsuite>`` per stage visit, named ``<stage> (visit N)``, with its timestamp, time
   and ``<properties>`` (the stage's outcome, and each behavior's acceptance criteria with
   their results);
-- one ``<testcase>`` per behavior run (``<step>.<behavior>``, ``[iteration N]`` from the
-  second), ``classname`` ``<workflow>.<stage>``;
+- one ``<testcase>`` per behavior (``<step>.<behavior>``, ``classname``
+  ``<workflow>.<stage>``) whose outcome is its last iteration's: a behavior that failed and
+  passed on a retry passes, its earlier iterations listed in ``<system-err>``;
   a failing cell is an ``<error>`` carrying its ``ename``, ``evalue`` and traceback, a failed
   acceptance criterion a ``<failure>`` naming it, a behavior never reached ``<skipped>``; the
   criteria are also listed in the case's ``<system-out>``.
@@ -35,8 +36,24 @@ def _seconds(value: float) -> str:
 
 
 def _case_name(run: BehaviorRun) -> str:
-    name = f"{run.step_id}.{run.behavior_id}" if run.behavior_id else run.step_id
-    return name + (f" [iteration {run.iteration}]" if run.iteration > 1 else "")
+    return f"{run.step_id}.{run.behavior_id}" if run.behavior_id else run.step_id
+
+
+def _earlier_lines(run: BehaviorRun) -> list[str]:
+    """What the earlier iterations of a retried behavior ended with."""
+    lines = []
+    for earlier in run.previous:
+        what = [f"{e.ename}: {e.evalue}" for e in earlier.errors]
+        what += [
+            f"acceptance {status}: {criterion}"
+            for criterion, (status, _) in earlier.acceptance.items()
+            if status != "passed"
+        ]
+        lines.append(
+            f"iteration {earlier.iteration}: {earlier.outcome}"
+            + (f" ({'; '.join(what)})" if what else "")
+        )
+    return lines
 
 
 def _criteria_lines(run: BehaviorRun) -> list[str]:
@@ -81,8 +98,13 @@ def _case(parent: ET.Element, visit: StageVisit, run: BehaviorRun, workflow: str
             f"criterion: {criterion}\nresult: {status}" + (f"\n{message}" if message else "")
         )
     lines = _criteria_lines(run)
+    if run.iteration > 1:
+        lines.append(f"passed on iteration {run.iteration}" if outcome == "passed" else "")
     if lines:
-        ET.SubElement(case, "system-out").text = _text("\n".join(lines))
+        ET.SubElement(case, "system-out").text = _text("\n".join(filter(None, lines)))
+    earlier = _earlier_lines(run)
+    if earlier:
+        ET.SubElement(case, "system-err").text = _text("\n".join(earlier))
 
 
 def _suite(parent: ET.Element, visit: StageVisit, workflow: str, hostname: str) -> dict[str, int]:

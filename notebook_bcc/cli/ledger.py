@@ -3,7 +3,8 @@ the report's summary.
 
 A :class:`RunLedger` listens to the engine's events while the run goes and reads the snapshot
 each event was published with: a ``stage_running`` transition opens a stage visit, a
-``behavior_running`` one opens a behavior run (one per iteration), ``behavior_completed``
+``behavior_running`` one opens a behavior run (a retry replaces the earlier iteration, which
+it keeps in ``previous``: the behavior's outcome is its last iteration's), ``behavior_completed``
 closes it with the behavior's acceptance results and the failing cell's error, if any;
 ``stage_completed`` closes the visit with its outcome. Steps and behaviors that were planned
 but never started are kept as ``not reached``; a blueprint's plan fills in the behaviors of
@@ -58,13 +59,18 @@ class BehaviorRun:
     errors: list[CellError] = field(default_factory=list)
     executed: int = 0
     reached: bool = True
+    former_ids: list[str] = field(default_factory=list)
+    """Ids this behavior had before a planner re-planned it."""
+    previous: list[BehaviorRun] = field(default_factory=list)
+    """Earlier iterations of the same behavior in the same stage visit (retries, D15)."""
 
     @property
     def seconds(self) -> float:
-        """Wall time of the run (0 when not reached)."""
-        if self.started is None or self.ended is None:
-            return 0.0
-        return max(0.0, self.ended - self.started)
+        """Wall time of this iteration and the earlier ones (0 when not reached)."""
+        own = 0.0
+        if self.started is not None and self.ended is not None:
+            own = max(0.0, self.ended - self.started)
+        return own + sum(run.seconds for run in self.previous)
 
     @property
     def outcome(self) -> str:
@@ -245,14 +251,29 @@ class RunLedger:
             if entered is None:
                 return
             self._close_behavior(snap, now)
-            self._behavior = BehaviorRun(
+            run = BehaviorRun(
                 step_id=current.step_id or "_step",
                 behavior_id=current.behavior_id or "_behavior",
                 iteration=max(current.behavior_iteration, 1),
                 started=now,
             )
-            entered.behaviors.append(self._behavior)
+            for index, earlier in enumerate(entered.behaviors):
+                if (earlier.step_id, earlier.behavior_id) == (run.step_id, run.behavior_id):
+                    # a retry: one test case per behavior, earlier iterations kept inside it
+                    run.previous = [*earlier.previous, earlier]
+                    earlier.previous = []
+                    entered.behaviors[index] = run
+                    break
+            else:
+                entered.behaviors.append(run)
+            self._behavior = run
         elif event.to == "behavior_completed":
+            running = self._behavior
+            if running is not None and current.step_id == running.step_id and current.behavior_id:
+                # a planner may re-plan a retried behavior under a new id (plan_behavior)
+                if current.behavior_id != running.behavior_id:
+                    running.former_ids.append(running.behavior_id)
+                running.behavior_id = current.behavior_id
             self._close_behavior(snap, now)
         elif event.to == "stage_completed":
             self._close_stage(snap, now)
@@ -335,7 +356,10 @@ class RunLedger:
 
     def _add_unreached(self, visit: StageVisit) -> None:
         ran_steps = {b.step_id for b in visit.behaviors}
-        ran: set[tuple[str, str | None]] = {(b.step_id, b.behavior_id) for b in visit.behaviors}
+        ran: set[tuple[str, str | None]] = set()
+        for run in visit.behaviors:
+            for earlier in [run, *run.previous]:
+                ran |= {(earlier.step_id, i) for i in [earlier.behavior_id, *earlier.former_ids]}
         planned = list(visit.planned)
         for pair in self.plan.get(visit.stage_id, []):
             if pair not in planned:
