@@ -327,6 +327,8 @@ def _run(args: argparse.Namespace) -> int:
         cwd=args.cwd.resolve() if args.cwd is not None else None,
         start_timeout=args.start_timeout,
         output_listener=extras.output_listener(view),
+        max_tokens=args.max_tokens,
+        max_planner_calls=args.max_planner_calls,
     )
     code = asyncio.run(drive(run, view, on_open=extras.attach))
     return extras.finish(code)

@@ -51,6 +51,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with event `output`)",
     )
     group.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="stop as waiting on a `budget` decision once the planner used N tokens "
+        "(approving allows N more)",
+    )
+    group.add_argument(
+        "--max-planner-calls",
+        type=int,
+        metavar="N",
+        help="stop as waiting on a `budget` decision before planner call N+1 "
+        "(approving allows N more)",
+    )
+    group.add_argument(
         "--junit-xml",
         metavar="FILE",
         help="write a JUnit report: a test suite per stage visit, a test case per behavior",
@@ -77,6 +91,10 @@ def check(args: argparse.Namespace) -> str | None:
     """Why the extra flags cannot be used as given, or None."""
     if args.start_timeout is not None and args.start_timeout <= 0:
         return "--start-timeout must be positive"
+    for flag in ("max_tokens", "max_planner_calls"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            return f"--{flag.replace('_', '-')} must be at least 1"
     if args.cwd is not None and not args.cwd.is_dir():
         return f"--cwd {args.cwd}: not a directory"
     if args.report is not None:

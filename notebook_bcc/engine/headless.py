@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from notebook_bcc.engine.budget import budget_for
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.runtime import KernelRuntime
@@ -34,7 +35,8 @@ class HeadlessRun:
 
     ``parameters`` are injected after the inputs cell (``injected-parameters``); ``cwd`` is
     the kernel's working directory (default: the notebook's folder, D14); ``start_timeout``
-    bounds the kernel start; ``output_listener`` sees each cell output as it arrives. The
+    bounds the kernel start; ``output_listener`` sees each cell output as it arrives;
+    ``max_tokens`` / ``max_planner_calls`` cap planner usage (``engine.budget``). The
     runner owns its kernel: on Linux it talks to it over IPC sockets.
     """
 
@@ -49,6 +51,8 @@ class HeadlessRun:
     cwd: Path | None = None
     start_timeout: float | None = None
     output_listener: OutputListener | None = None
+    max_tokens: int | None = None
+    max_planner_calls: int | None = None
 
 
 def owned_session(
@@ -112,6 +116,7 @@ async def open_headless(run: HeadlessRun) -> Engine:
             problem=run.problem,
             files=[str(path.resolve()) for path in run.files],
             parameters=run.parameters,
+            budget=budget_for(run.max_tokens, run.max_planner_calls),
         )
         return await Engine.start_new(
             store=store,
@@ -208,7 +213,7 @@ async def open_stored(
             notebook_path=notebook,
             workflow_id=workflow_id,
             document=document,
-            kernel_name=options.kernel_name,
+            session=owned_session(notebook, options),
             cell_timeout=options.cell_timeout,
             write_debounce=options.write_debounce,
         )
