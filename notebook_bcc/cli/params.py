@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from notebook_bcc.blueprint.parameters import ParameterError
+from notebook_bcc.errors import NotebookBccError
 
 MAX_PARAMETER_FILE_BYTES = 1_000_000
 """Largest ``-f`` file read."""
@@ -79,6 +79,13 @@ def typed_value(text: str) -> Any:
     return number if math.isfinite(number) else text
 
 
+def _error(message: str) -> NotebookBccError:
+    """A ``ParameterError`` (imported lazily: pydantic stays out of ``--help``)."""
+    from notebook_bcc.blueprint.parameters import ParameterError
+
+    return ParameterError(message)
+
+
 def _mapping(text: str, where: str) -> dict[str, Any]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
@@ -86,32 +93,32 @@ def _mapping(text: str, where: str) -> dict[str, Any]:
     try:
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
-        raise ParameterError(f"{where}: not valid YAML: {exc}") from None
+        raise _error(f"{where}: not valid YAML: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ParameterError(
+        raise _error(
             f"{where}: expected a mapping of parameters, got {type(data).__name__}"
         )
     bad = [repr(key) for key in data if not isinstance(key, str)]
     if bad:
-        raise ParameterError(f"{where}: parameter names must be text, got {', '.join(bad)}")
+        raise _error(f"{where}: parameter names must be text, got {', '.join(bad)}")
     return dict(data)
 
 
 def _read_file(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_PARAMETER_FILE_BYTES:
-            raise ParameterError(f"{path}: larger than {MAX_PARAMETER_FILE_BYTES} bytes")
+            raise _error(f"{path}: larger than {MAX_PARAMETER_FILE_BYTES} bytes")
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ParameterError(f"{path}: cannot read the parameters file: {exc}") from None
+        raise _error(f"{path}: cannot read the parameters file: {exc}") from None
 
 
 def gather(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
     """The parameters the command line gives, and the raw text of the ``-p`` ones.
 
-    Raises :class:`ParameterError` (exit 2) naming the flag and what is wrong.
+    Raises ``ParameterError`` (exit 2) naming the flag and what is wrong.
     """
     given: dict[str, Any] = {}
     raw: dict[str, str] = {}
