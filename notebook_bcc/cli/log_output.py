@@ -49,7 +49,10 @@ class CellOutputLog:
             return
         live = getattr(self.view, "_live", None)
         if live is not None:
-            live.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+            from rich.text import Text
+
+            # a Text, not markup=False: that flag would also apply to the live tree's labels
+            live.console.print(Text(text), end="", soft_wrap=True)
             return
         stream = sys.stderr if name == "stderr" else sys.stdout
         stream.write(text)

@@ -97,9 +97,7 @@ def _mapping(text: str, where: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise _error(
-            f"{where}: expected a mapping of parameters, got {type(data).__name__}"
-        )
+        raise _error(f"{where}: expected a mapping of parameters, got {type(data).__name__}")
     bad = [repr(key) for key in data if not isinstance(key, str)]
     if bad:
         raise _error(f"{where}: parameter names must be text, got {', '.join(bad)}")

@@ -17,8 +17,9 @@ from notebook_bcc.cli.params import typed_value
 from notebook_bcc.cli.remote import RemotePathError, is_url, local_name, remote_file
 from notebook_bcc.engine.parameters import parameters_source
 
+finite = st.floats(allow_nan=False, allow_infinity=False)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | finite | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=12,
 )

@@ -326,3 +326,48 @@ def test_validate_checks_declared_parameters(tmp_path: Path) -> None:
     good = cli("validate", blueprint("params"))
     assert good.returncode == 0, good.stderr
     assert "3 parameters" in good.stdout
+
+
+def test_log_output_on_a_terminal_prints_above_the_live_tree(tmp_path: Path) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "notebook_bcc",
+            "run",
+            str(blueprint("stream")),
+            "--notebook",
+            str(tmp_path / "nb.ipynb"),
+            "--log-output",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the process exited
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=120) == 0
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert "first line" in screen
+    assert "second line" in screen
+    assert "to stderr" in screen
+    assert "talker" in screen, "the live tree was drawn"
+    assert "[bold]" not in screen, "the tree's markup survives the streamed output"
+    assert screen.index("first line") < screen.rindex("run completed")
