@@ -140,3 +140,38 @@ def test_a_memory_url_is_downloaded_then_uploaded(tmp_path: Path) -> None:
 def test_a_url_without_its_filesystem_is_a_typed_error() -> None:
     with pytest.raises(RemotePathError, match="s3fs"):
         remote_file("s3://bucket/run.ipynb", Path("run.ipynb"))
+
+
+def test_the_notebook_is_uploaded_after_a_stage_completes(tmp_path: Path) -> None:
+    import asyncio
+
+    import fsspec
+
+    from notebook_bcc.cli.remote import FlushUploader
+    from notebook_bcc.models import WorkflowEvent
+
+    fs = fsspec.filesystem("memory")
+    target = remote_file("memory://flush/nb.ipynb", tmp_path / "nb.ipynb")
+    (tmp_path / "nb.ipynb").write_text("after stage one")
+    uploader = FlushUploader(target)
+
+    def event(to: str) -> WorkflowEvent:
+        return WorkflowEvent(
+            workflow_id="wf",
+            seq=1,
+            version=1,
+            at="2026-01-01T00:00:00Z",
+            kind="transition",
+            to=to,
+            run_status="running",
+        )
+
+    async def scenario() -> None:
+        uploader.on_event(event("step_completed"))
+        assert uploader._pending is None, "not a flush point"
+        uploader.on_event(event("stage_completed"))
+        await uploader._pending
+
+    asyncio.run(scenario())
+    assert fs.cat("/flush/nb.ipynb") == b"after stage one"
+    assert target.uploads == 1

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from lxml import etree
 
+from notebook_bcc.cli import main
 from notebook_bcc.models import WorkflowEvent
 from notebook_bcc.planners.transcript import read_transcript
 from notebook_bcc.store.sqlite import SqliteStore
@@ -285,13 +286,7 @@ def test_remote_notebook_and_report_through_fsspec_file_urls(tmp_path: Path) -> 
     [
         (["-k", "no-such-kernel", "-p", "n", "1"], "no kernel named 'no-such-kernel' (installed: "),
         (["-p", "m", "1"], "parameter 'm' is not declared by the blueprint (declared: n, "),
-        (["-p", "n", "1.5"], "parameter 'n': expected int, got float (1.5)"),
-        (["-p", "threshold", "0.1"], "parameter 'n' is required by the blueprint"),
-        (["-p", "n", "1", "-y", "[1, 2]"], "-y (#1): expected a mapping of parameters"),
         (["-p", "n", "1", "--notebook", "s3://bucket/run.ipynb"], "s3fs"),
-        (["-p", "n", "1", "--notebook", "nosuchscheme://x/run.ipynb"], "nosuchscheme"),
-        (["-p", "n", "1", "--report", "report.pdf"], "use a .html or .md file name"),
-        (["-p", "n", "1", "--start-timeout", "0"], "--start-timeout must be positive"),
     ],
 )
 def test_bad_input_exits_2_naming_it(tmp_path: Path, extra: list[str], expected: str) -> None:
@@ -300,6 +295,33 @@ def test_bad_input_exits_2_naming_it(tmp_path: Path, extra: list[str], expected:
     assert expected in done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing written, no 's3:' folder"
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["-p", "n", "1.5"], "parameter 'n': expected int, got float (1.5)"),
+        (["-p", "threshold", "0.1"], "parameter 'n' is required by the blueprint"),
+        (["-p", "n", "1", "-y", "[1, 2]"], "-y (#1): expected a mapping of parameters"),
+        (["-p", "n", "1", "-f", "missing.yaml"], "missing.yaml: cannot read the parameters file"),
+        (["-p", "n", "1", "--notebook", "nosuchscheme://x/run.ipynb"], "nosuchscheme"),
+        (["-p", "n", "1", "--report", "report.pdf"], "use a .html or .md file name"),
+        (["-p", "n", "1", "--start-timeout", "0"], "--start-timeout must be positive"),
+        (["-p", "n", "1", "--max-tokens", "0"], "--max-tokens must be at least 1"),
+        (["-p", "n", "1", "--cwd", "nowhere"], "--cwd nowhere: not a directory"),
+    ],
+)
+def test_more_bad_input_exits_2_in_process(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    expected: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(blueprint("params")), *extra]) == 2
+    assert expected in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_replay_refuses_new_parameters(tmp_path: Path) -> None:
