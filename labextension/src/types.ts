@@ -22,7 +22,8 @@ export type PendingKind =
   | 'stage_confirmation'
   | 'irreversible_confirmation'
   | 'in_doubt'
-  | 'kernel_rebuild';
+  | 'kernel_rebuild'
+  | 'budget';
 
 export interface PendingDecision {
   id: string;

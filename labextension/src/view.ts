@@ -430,7 +430,8 @@ export const DECISION_TITLES: Record<PendingKind, string> = {
   stage_confirmation: 'Stage confirmation',
   irreversible_confirmation: 'Irreversible action',
   in_doubt: 'Action in doubt',
-  kernel_rebuild: 'Kernel rebuild'
+  kernel_rebuild: 'Kernel rebuild',
+  budget: 'Planner budget reached'
 };
 
 /** What approve / reject mean for each kind, shown on the buttons' tooltips. */
@@ -440,7 +441,8 @@ export const DECISION_HINTS: Record<PendingKind, [string, string]> = {
   stage_confirmation: ['Continue to the next stage', 'Treat the stage as failed'],
   irreversible_confirmation: ['Run the action', 'Skip the action'],
   in_doubt: ['It never ran: run it now', 'It ran: skip it'],
-  kernel_rebuild: ['Replay the recorded cells', 'Continue without them']
+  kernel_rebuild: ['Replay the recorded cells', 'Continue without them'],
+  budget: ['Allow as much again and continue', 'Stop the run (failed)']
 };
 
 export interface DiffSection {

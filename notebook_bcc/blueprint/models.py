@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from notebook_bcc.blueprint.parameters import ParameterSpec, check_name
 from notebook_bcc.fsm.rules import RuleMachine, TransitionRule, WhenErrors
 from notebook_bcc.models.base import WireModel
 
@@ -197,10 +198,25 @@ class Blueprint(_MachineFields):
     """
 
     files: list[str] = Field(default_factory=list, description="Input files for the kernel.")
+    parameters: dict[str, ParameterSpec] | None = Field(
+        default=None,
+        description="Run parameters (-p NAME VALUE) the blueprint takes, with types and "
+        "defaults; absent = any parameter is taken.",
+    )
     states: dict[Identifier, StageSpec] = Field(min_length=1)
 
     _bodies = field_validator("states", mode="before")(_empty_bodies)
     _files = field_validator("files", mode="before")(_as_list)
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameter_bodies(cls, value: Any) -> Any:
+        """``name:`` with no body is a parameter of any type, required."""
+        if isinstance(value, dict):
+            for name in value:
+                check_name(str(name))
+            return {key: ({} if body is None else body) for key, body in value.items()}
+        return value
 
     def rule_machine(self) -> RuleMachine:
         """The rule machine of this blueprint (stages in file order)."""

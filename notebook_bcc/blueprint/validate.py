@@ -52,6 +52,8 @@ def summarize(loaded: LoadedBlueprint) -> str:
             _plural(document.step_count, "step"),
             _plural(document.behavior_count, "behavior"),
         ]
+        if document.parameters:
+            counts.append(_plural(len(document.parameters), "parameter"))
     else:
         counts = [_plural(len(document.states), "state")]
     counts.append(_plural(len(document.transitions), "transition"))

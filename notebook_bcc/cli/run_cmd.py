@@ -9,6 +9,11 @@ OPENAI_API_KEY), ``replay`` (TARGET is a directory written by ``--record DIR``; 
 and input files are used). ``--record DIR`` writes any planner's answers to
 DIR/transcript.jsonl with copies of the inputs, for ``--planner replay`` later.
 
+Papermill / ``jupyter execute`` habits: ``-p NAME VALUE``, ``-y YAML``, ``-f FILE`` (run
+parameters), ``-k KERNEL``, ``--cwd DIR``, ``--start-timeout S``, ``--execution-timeout S``,
+``--log-output``; reports for CI: ``--junit-xml FILE``, ``--report FILE.html|FILE.md``;
+``--notebook`` and ``--report`` also take fsspec URLs (s3://, gs://, http://, file://, ...).
+
 Exit codes: 0 completed, 1 the workflow ended in ``error`` or the run failed, 2 bad input,
 3 waiting on a human decision (or paused), 4 cancelled, 130 interrupted.
 """
@@ -18,6 +23,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from typing import Any
+
+from notebook_bcc.cli import params, run_extras
 
 EXIT_BAD_INPUT = 2
 
@@ -71,7 +78,8 @@ def register(subparsers: Any) -> None:
         "a record directory (replay); none (http)",
     )
     parser.add_argument(
-        "--notebook", type=Path, help="the notebook to write (default: out/NAME/NAME.ipynb)"
+        "--notebook",
+        help="the notebook to write, a path or an fsspec URL (default: out/NAME/NAME.ipynb)",
     )
     parser.add_argument(
         "--state-db", type=Path, help="the SQLite state file (default: beside the notebook)"
@@ -86,7 +94,13 @@ def register(subparsers: Any) -> None:
         help="approve updates, stage confirmations and irreversible actions as they arise",
     )
     parser.add_argument("--max-hops", type=int, help="cap on stage entries (default 10 x stages)")
-    parser.add_argument("--cell-timeout", type=float, help="seconds per cell (default: none)")
+    parser.add_argument(
+        "--cell-timeout",
+        "--execution-timeout",
+        dest="cell_timeout",
+        type=float,
+        help="seconds per cell (default: none)",
+    )
     parser.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
     parser.add_argument(
         "--abandon",
@@ -95,6 +109,8 @@ def register(subparsers: Any) -> None:
         "cancelled and kept in the store); without it such a run makes `run` exit 2",
     )
     _planner_arguments(parser)
+    params.add_arguments(parser)
+    run_extras.add_arguments(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -268,6 +284,10 @@ def _run(args: argparse.Namespace) -> int:
     misplaced = _misplaced_flags(args)
     if misplaced:
         return _bad(misplaced)
+    problem = run_extras.check(args)
+    if problem:
+        return _bad(problem)
+    given, raw = params.gather(args)
     chosen = {
         "blueprint": _blueprint_run,
         "http": _http_run,
@@ -278,6 +298,12 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(made, int):
         return made
     planner, name, problem, files = made
+    parameters = _parameters(args, planner, given, raw)
+    if isinstance(parameters, int):
+        return parameters
+    extras = run_extras.RunExtras(args, name=name, plan=_plan(planner))
+    notebook = extras.notebook_path(args.notebook, Path("out") / name / f"{name}.ipynb")
+    extras.check_report_target(notebook)
     if args.record is not None:
         from notebook_bcc.planners.recording import RecordingPlanner
 
@@ -289,8 +315,8 @@ def _run(args: argparse.Namespace) -> int:
     from notebook_bcc.engine.headless import HeadlessRun
     from notebook_bcc.engine.options import EngineOptions
 
-    notebook = args.notebook or Path("out") / name / f"{name}.ipynb"
     state_db = args.state_db or notebook.with_name("state.sqlite")
+    view = choose_view(json_lines=args.json)
     run = HeadlessRun(
         abandon=args.abandon,
         planner=planner,
@@ -302,10 +328,40 @@ def _run(args: argparse.Namespace) -> int:
             auto_confirm=args.auto_confirm,
             max_hops=args.max_hops,
             cell_timeout=args.cell_timeout,
+            kernel_name=args.kernel or "python3",
         ),
+        parameters=parameters,
+        cwd=args.cwd.resolve() if args.cwd is not None else None,
+        start_timeout=args.start_timeout,
+        output_listener=extras.output_listener(view),
+        max_tokens=args.max_tokens,
+        max_planner_calls=args.max_planner_calls,
     )
-    view = choose_view(json_lines=args.json)
-    return asyncio.run(drive(run, view))
+    code = asyncio.run(drive(run, view, on_open=extras.attach))
+    return extras.finish(code)
+
+
+def _parameters(
+    args: argparse.Namespace, planner: Any, given: dict[str, Any], raw: dict[str, str]
+) -> dict[str, Any] | int:
+    """The run's parameters: checked against a blueprint's ``parameters:``; a replay's own."""
+    from notebook_bcc.blueprint.parameters import resolve
+
+    if args.planner == "replay":
+        if given:
+            return _bad("--planner replay uses the recorded parameters; drop -p/-y/-f")
+        return dict(planner.parameters)
+    loaded = getattr(planner, "loaded", None)
+    declared = getattr(getattr(loaded, "document", None), "parameters", None)
+    return resolve(given, declared, raw=raw)
+
+
+def _plan(planner: Any) -> Any:
+    """A blueprint's (step, behavior) plan per stage, for the reports (None otherwise)."""
+    from notebook_bcc.cli.ledger import blueprint_plan
+
+    loaded = getattr(planner, "loaded", None)
+    return blueprint_plan(loaded.document) if loaded is not None else None
 
 
 def _blueprint_run(args: argparse.Namespace) -> Prepared | int:
@@ -376,14 +432,19 @@ def _replay_run(args: argparse.Namespace) -> Prepared | int:
     return planner, name, planner.problem, planner.files()
 
 
-async def drive(run: Any, view: Any) -> int:
-    """Open, run and close a headless engine, with signals handled as D1 says."""
+async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
+    """Open, run and close a headless engine, with signals handled as D1 says.
+
+    ``on_open(engine)`` is called once the engine exists, before it runs (reports, uploads).
+    """
     import asyncio
     import signal
 
     from notebook_bcc.engine.headless import close_headless, open_headless
 
     engine = await open_headless(run)
+    if on_open is not None:
+        on_open(engine)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     hits = 0

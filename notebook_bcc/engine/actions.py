@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notebook_bcc.engine.irreversible import is_irreversible
+from notebook_bcc.engine.parameters import inject_parameters
 from notebook_bcc.engine.routing import drop_pending, fire_event, with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
@@ -179,11 +180,13 @@ class ActionExecutor:
     def inputs_source(self) -> str:
         """The inputs cell's code: the problem and the input files, relative to the notebook.
 
-        The kernel runs in the notebook's folder, so relative paths keep the notebook portable
-        (it runs again wherever the folder is copied); a file on another drive stays absolute.
+        Paths are relative to the kernel's working directory (the notebook's folder unless
+        ``--cwd`` says otherwise), so the notebook stays portable: it runs again wherever the
+        folder is copied. A file on another drive stays absolute.
         """
         snap = self.engine.snapshot
-        folder = self.engine.runtime.notebook_path.parent
+        runtime = self.engine.runtime
+        folder = runtime.session.cwd or runtime.notebook_path.parent
         files = [portable_path(path, folder) for path in snap.files]
         return (
             "# notebook-bcc inputs (seed 000: the user's problem and submitted files)\n"
@@ -221,6 +224,7 @@ class ActionExecutor:
             reason=None,
             complete=False,
         )
+        await inject_parameters(self)
 
     # -- action_running -------------------------------------------------------------------
 

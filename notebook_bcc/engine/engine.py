@@ -25,6 +25,7 @@ from time import monotonic
 from typing import Any, Literal
 
 from notebook_bcc.engine.actions import ActionExecutor
+from notebook_bcc.engine.budget import answer_budget, stop_for_budget
 from notebook_bcc.engine.failure import failure_cause
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.recovery import Recovery
@@ -505,7 +506,10 @@ class Engine:
         *,
         feedback: dict[str, Any] | None = None,
     ) -> PlannerReply | Literal[False] | None:
-        """Ask the planner; False when it failed (the run is then failed or FAILed)."""
+        """Ask the planner; False when it failed (the run is then failed or FAILed) or a
+        budget stopped it (the run is then waiting)."""
+        if await stop_for_budget(self, point):
+            return False
         request = PlannerRequest(point, self.snapshot, self.observation(), feedback)
         began = monotonic()
         try:
@@ -1011,6 +1015,8 @@ class Engine:
             await self.actions.answer_in_doubt(pending, decision, actor)
         elif pending.kind == "kernel_rebuild":
             await self.recovery.answer_rebuild(pending, decision, actor)
+        elif pending.kind == "budget":
+            await answer_budget(self, pending, decision, actor)
         else:
             raise NotebookBccError(f"decisions of kind {pending.kind} are not supported here")
 

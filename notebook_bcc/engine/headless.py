@@ -7,18 +7,22 @@ with its own kernels and contents manager instead.
 from __future__ import annotations
 
 import logging
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from notebook_bcc.engine.budget import budget_for
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.rerun import drop_workflow_cells, release_notebook
 from notebook_bcc.engine.runtime import KernelRuntime
 from notebook_bcc.errors import NotebookBccError
+from notebook_bcc.kernel.client import OutputListener
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.errors import NotebookWriteError
+from notebook_bcc.kernel.session import KernelSession
 from notebook_bcc.models.snapshot import new_snapshot
 from notebook_bcc.planners.base import Planner
 from notebook_bcc.store.sqlite import AsyncStore
@@ -28,7 +32,14 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class HeadlessRun:
-    """Everything a headless run needs (paths are resolved by the caller)."""
+    """Everything a headless run needs (paths are resolved by the caller).
+
+    ``parameters`` are injected after the inputs cell (``injected-parameters``); ``cwd`` is
+    the kernel's working directory (default: the notebook's folder, D14); ``start_timeout``
+    bounds the kernel start; ``output_listener`` sees each cell output as it arrives;
+    ``max_tokens`` / ``max_planner_calls`` cap planner usage (``engine.budget``). The
+    runner owns its kernel: on Linux it talks to it over IPC sockets.
+    """
 
     planner: Planner
     notebook: Path
@@ -40,6 +51,33 @@ class HeadlessRun:
     abandon: bool = False
     """Archive the notebook's unfinished earlier run (recorded as cancelled) instead of
     refusing to start (see :mod:`notebook_bcc.engine.rerun`)."""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    cwd: Path | None = None
+    start_timeout: float | None = None
+    output_listener: OutputListener | None = None
+    max_tokens: int | None = None
+    max_planner_calls: int | None = None
+
+
+def owned_session(
+    notebook: Path,
+    options: EngineOptions,
+    *,
+    cwd: Path | None = None,
+    start_timeout: float | None = None,
+    output_listener: OutputListener | None = None,
+) -> KernelSession:
+    """The kernel session of a headless run (IPC on Linux, so no TCP warning)."""
+    extra: dict[str, Any] = {}
+    if start_timeout is not None:
+        extra["startup_timeout"] = start_timeout
+    return KernelSession(
+        kernel_name=options.kernel_name,
+        cwd=cwd if cwd is not None else notebook.parent,
+        transport="ipc" if sys.platform.startswith("linux") else None,
+        output_listener=output_listener,
+        **extra,
+    )
 
 
 async def open_headless(run: HeadlessRun) -> Engine:
@@ -68,7 +106,13 @@ async def open_headless(run: HeadlessRun) -> Engine:
             notebook_path=notebook,
             workflow_id=workflow_id,
             document=document,
-            kernel_name=run.options.kernel_name,
+            session=owned_session(
+                notebook,
+                run.options,
+                cwd=run.cwd,
+                start_timeout=run.start_timeout,
+                output_listener=run.output_listener,
+            ),
             cell_timeout=run.options.cell_timeout,
             write_debounce=run.options.write_debounce,
         )
@@ -79,6 +123,8 @@ async def open_headless(run: HeadlessRun) -> Engine:
             notebook_path=str(notebook),
             problem=run.problem,
             files=[str(path.resolve()) for path in run.files],
+            parameters=run.parameters,
+            budget=budget_for(run.max_tokens, run.max_planner_calls),
         )
         return await Engine.start_new(
             store=store,
@@ -175,7 +221,7 @@ async def open_stored(
             notebook_path=notebook,
             workflow_id=workflow_id,
             document=document,
-            kernel_name=options.kernel_name,
+            session=owned_session(notebook, options),
             cell_timeout=options.cell_timeout,
             write_debounce=options.write_debounce,
         )

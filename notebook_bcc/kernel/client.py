@@ -10,6 +10,7 @@ output widgets, display ids, ``clear_output(wait=True)`` -- behaves as in nbclie
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from nbclient import NotebookClient
@@ -43,8 +44,17 @@ def output_node(msg: dict[str, Any]) -> NotebookNode | None:
     return node(out)
 
 
+OutputListener = Callable[[str, NotebookNode], None]
+"""Called with ``(cell_id, output)`` for each output a running cell produces, as it arrives."""
+
+
 class BccNotebookClient(NotebookClient):
-    """A ``NotebookClient`` whose outputs skip the per-message schema validation."""
+    """A ``NotebookClient`` whose outputs skip the per-message schema validation.
+
+    ``output_listener`` (optional) sees every output as it arrives (``--log-output``).
+    """
+
+    output_listener: OutputListener | None = None
 
     def output(
         self,
@@ -71,4 +81,9 @@ class BccNotebookClient(NotebookClient):
             cell_map = self._display_id_map.setdefault(display_id, {})
             cell_map.setdefault(cell_index, []).append(len(outs))
         outs.append(out)
+        listener = self.output_listener
+        if listener is not None:
+            cells = self.nb.cells
+            cell_id = str(cells[cell_index].get("id", "")) if 0 <= cell_index < len(cells) else ""
+            listener(cell_id, out)
         return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
 
 from notebook_bcc.kernel.aio import cancel_alive_pollers, consume, kernel_client_of, maybe_await
-from notebook_bcc.kernel.client import BccNotebookClient
+from notebook_bcc.kernel.client import BccNotebookClient, OutputListener
 from notebook_bcc.kernel.document import new_notebook_node
 from notebook_bcc.kernel.errors import KernelBusyError, KernelDeadError, KernelStartError
 from notebook_bcc.kernel.probe_install import install_code
@@ -85,6 +86,9 @@ class KernelSession:
     shuts it down), or None to start a kernel of ``kernel_name`` in ``cwd``. ``init_code``
     snippets run silently once per kernel (at start and after a restart) -- the variables probe
     installs itself this way; the first one is also the pre-warm throw-away cell.
+    ``transport="ipc"`` starts an owned kernel on Unix domain sockets in Jupyter's runtime
+    directory (no TCP ports, so no "running over TCP without encryption" warning).
+    ``output_listener`` sees each output of a running cell as it arrives.
     """
 
     def __init__(
@@ -97,8 +101,12 @@ class KernelSession:
         startup_timeout: float = 60.0,
         iopub_timeout: int = 4,
         interrupt_grace: float = 5.0,
+        transport: str | None = None,
+        output_listener: OutputListener | None = None,
     ) -> None:
         self._km: Any | None = km
+        self.transport = transport
+        self.output_listener = output_listener
         self._owns_kernel = km is None
         self.kernel_name = str(getattr(km, "kernel_name", None) or kernel_name)
         self.cwd = Path(cwd) if cwd is not None else None
@@ -189,7 +197,9 @@ class KernelSession:
             raise KernelDeadError("the kernel session was shut down")
         try:
             if self._km is None:
-                self._km = AsyncKernelManager(kernel_name=self.kernel_name)
+                self._km = AsyncKernelManager(
+                    kernel_name=self.kernel_name, **self._transport_settings()
+                )
             if not self._km.has_kernel:
                 await self._launch()
             return await self._connect()
@@ -200,6 +210,17 @@ class KernelSession:
                 f"kernel {self.kernel_name!r} did not start: {type(exc).__name__}: {exc}",
                 details={"kernel_name": self.kernel_name},
             ) from exc
+
+    def _transport_settings(self) -> dict[str, str]:
+        """``transport``/``ip`` for an owned kernel: IPC sockets need an absolute path prefix
+        (jupyter_client's default is relative, and the kernel runs in another folder)."""
+        if self.transport != "ipc":
+            return {}
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        return {"transport": "ipc", "ip": str(runtime / f"nbbcc-{uuid.uuid4().hex[:12]}-ipc")}
 
     async def _launch(self) -> None:
         km = self.km
@@ -229,9 +250,10 @@ class KernelSession:
             # (a 50,000-character line costs 1.4 s); effects merge adjacent streams instead.
             coalesce_streams=False,
             iopub_timeout=self.iopub_timeout,
-            startup_timeout=int(self.startup_timeout),
+            startup_timeout=max(1, int(-(-self.startup_timeout // 1))),
             on_cell_executed=self._on_cell_executed,
         )
+        client.output_listener = self._on_output
         await client.async_start_new_kernel_client()
         self._client = client
         self._dead = False
@@ -335,6 +357,12 @@ class KernelSession:
 
     def _timeout_for(self, cell: Any) -> float | None:
         return self._cell_timeout
+
+    def _on_output(self, cell_id: str, output: NotebookNode) -> None:
+        listener = self.output_listener
+        if listener is not None:
+            with contextlib.suppress(Exception):  # a display problem never stops a cell
+                listener(cell_id, output)
 
     def _on_cell_executed(self, **kwargs: Any) -> None:
         reply = kwargs.get("execute_reply")

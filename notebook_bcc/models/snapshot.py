@@ -76,6 +76,7 @@ PendingKind = Literal[
     "irreversible_confirmation",
     "in_doubt",
     "kernel_rebuild",
+    "budget",
 ]
 
 
@@ -307,6 +308,19 @@ class Usage(UsageTotals):
     per_stage: dict[str, UsageTotals] = Field(default_factory=dict)
 
 
+class Budget(WireModel):
+    """Caps on planner usage (``--max-tokens`` / ``--max-planner-calls``); None = no cap.
+
+    Before a planner call that would pass a cap the run stops ``waiting`` on a ``budget``
+    decision; approving raises each cap by its ``*_step`` (the amount first granted).
+    """
+
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_planner_calls: int | None = Field(default=None, ge=1)
+    tokens_step: int | None = Field(default=None, ge=1)
+    calls_step: int | None = Field(default=None, ge=1)
+
+
 class PlannerSettings(WireModel):
     """Which planner answers and how; never secrets."""
 
@@ -336,8 +350,14 @@ class WorkflowSnapshot(WireModel):
     metrics: Metrics = Field(default_factory=Metrics)
     usage: Usage = Field(default_factory=Usage)
     planner: PlannerSettings = Field(default_factory=PlannerSettings)
+    budget: Budget = Field(default_factory=Budget)
     problem: str | None = Field(default=None, description="The user's problem text.")
     files: list[str] = Field(default_factory=list, description="User input files.")
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Run parameters (`-p NAME VALUE`, papermill style): plain JSON values, "
+        "injected into the `injected-parameters` cell before the first action.",
+    )
     deprecated_variables: list[str] = Field(
         default_factory=list,
         description="Variables a stage reflection deprecated: still in the kernel, hidden from "
@@ -358,6 +378,8 @@ def new_snapshot(
     problem: str | None = None,
     files: list[str] | None = None,
     planner: PlannerSettings | None = None,
+    parameters: dict[str, Any] | None = None,
+    budget: Budget | None = None,
 ) -> WorkflowSnapshot:
     """A fresh snapshot in ``idle`` with the user's inputs recorded."""
     return WorkflowSnapshot(
@@ -366,5 +388,7 @@ def new_snapshot(
         notebook_path=notebook_path,
         problem=problem,
         files=list(files or []),
+        parameters=dict(parameters or {}),
         planner=planner or PlannerSettings(),
+        budget=budget or Budget(),
     )

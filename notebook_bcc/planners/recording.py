@@ -136,6 +136,7 @@ class RecordingPlanner:
             planner={"kind": self.inner.kind, "settings": self.inner.settings()},
             problem=snapshot.problem,
             files=recorded,
+            parameters=dict(snapshot.parameters),
             workflow_id=snapshot.workflow_id,
             fail_steps_on_gaps=bool(getattr(self.inner, "fail_steps_on_gaps", False)),
             recorded_at=utc_now_iso(),

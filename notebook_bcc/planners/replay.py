@@ -68,6 +68,11 @@ class ReplayPlanner:
         """The recorded run's problem text."""
         return self.header.problem
 
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The recorded run's parameters (``-p``), used again by the replay."""
+        return dict(self.header.parameters)
+
     def files(self) -> list[Path]:
         """The recorded run's input files (their copies under ``DIR/inputs/``)."""
         missing = [f.source for f in self.header.files if f.path is None]

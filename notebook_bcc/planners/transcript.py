@@ -65,6 +65,9 @@ class TranscriptHeader(_Line):
     planner: dict[str, Any] = Field(description="{kind, settings} of the recorded planner.")
     problem: str | None = None
     files: list[RecordedFile] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="The run's parameters (-p); a replay uses them."
+    )
     workflow_id: str | None = None
     fail_steps_on_gaps: bool = False
     recorded_at: str | None = None
