@@ -2,8 +2,10 @@
 
 The round-trip loader keeps where every key and item was written (``.lc``), so any error can
 name its line. It never builds Python objects from tags, and the conversion to plain data is
-bounded: aliases that would expand to more than :data:`MAX_NODES` nodes (billion laughs),
-cyclic aliases, nesting deeper than :data:`MAX_NESTING` and unknown tags are refused.
+bounded twice: :mod:`~notebook_bcc.blueprint.yaml_guard` measures the composed node graph
+(aliases, merge keys, tags) before any value is built; then aliases that would expand to
+more than :data:`MAX_NODES` nodes (billion laughs), cyclic aliases, nesting deeper than
+:data:`MAX_NESTING` and unknown tags are refused while converting.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from notebook_bcc.blueprint.issues import BlueprintError, Issue
+from notebook_bcc.blueprint.yaml_guard import GuardedConstructor, YamlBudgetError
 
 MAX_NODES = 100_000
 """Most values a document may expand to (aliases included)."""
@@ -72,12 +75,15 @@ def _start_line(node: Any) -> int | None:
 def parse_yaml(text: str, filename: str) -> YamlDocument:
     """Parse ``text``; raises :class:`BlueprintError` with the line of a syntax error."""
     yaml = YAML(typ="rt")
+    yaml.Constructor = GuardedConstructor  # measures aliases and tags before building values
     noticed: list[Issue] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             root = yaml.load(text)
         noticed.extend(Issue(None, f"YAML: {item.message}") for item in caught)
+    except YamlBudgetError as exc:
+        raise BlueprintError(filename, [exc.issue]) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
