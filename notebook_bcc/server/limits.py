@@ -58,7 +58,7 @@ class JsonTooDeepError(BadRequestError):
 class InvalidJsonError(BadRequestError):
     """A request body that is not JSON (or uses NaN / Infinity)."""
 
-    code = "invalid_json"
+    code = "bad_request"  # the code a non-JSON body always had (a contract)
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
