@@ -26,7 +26,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from notebook_bcc.blueprint.issues import Issue
 
-MAX_EXPANDED_NODES = 200_000
+MAX_EXPANDED_NODES = 100_000
 """Most nodes a document may stand for once every alias and merge key is expanded."""
 
 MAX_EXPANDED_CHARS = 8_000_000

@@ -171,7 +171,8 @@ async def test_hostile_blueprints_are_400_naming_file_and_line(
     assert body["details"]["filename"] == f"bad/{case}.yaml"
     first = body["details"]["errors"][0]
     if line == -1:
-        assert isinstance(first["line"], int) and first["line"] > 1, body
+        assert isinstance(first["line"], int), body
+        assert first["line"] > 1, body
     else:
         assert first["line"] == line, body
     assert fragment in first["message"], body
