@@ -22,16 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from notebook_bcc.store.sqlite import SqliteStore
+from tests.conftest import requires
 from tests.server.conftest import SERVER_FIXTURES, read_notebook
 
 BIN = Path(sys.executable).parent
 JUPYTER_SERVER = BIN / "jupyter-server"
 TOKEN = "notebook-bcc-restart-token"
 
-pytestmark = pytest.mark.skipif(not JUPYTER_SERVER.exists(), reason="jupyter-server not found")
+pytestmark = requires(JUPYTER_SERVER.exists(), "jupyter-server not found")
 
 
 def free_port() -> int:
