@@ -302,7 +302,7 @@ def test_restart_wait_policy_leaves_runs_waiting_and_never_reruns_an_action_in_d
         paused = second.snapshot(slow)
         assert paused["run"]["status"] == "interrupted"
         assert "restart_policy" in (paused["run"]["reason"] or "")
-        time.sleep(0.5)
+        assert second.row(slow)["running"] is False, "policy wait: no run loop drives it"
         assert second.snapshot(slow)["version"] == paused["version"], "policy wait: no run"
 
         code, body = second.command(slow, action="run", expected_version=paused["version"])
