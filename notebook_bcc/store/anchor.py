@@ -211,8 +211,7 @@ def _check_head(db: sqlite3.Connection, table: str, walked: tuple[int, int, str]
     anchored = head(db, table)
     if anchored is None:
         raise _broken(
-            f"{table}: {count} rows but no chain head in chain_heads (the anchor row was "
-            "deleted)",
+            f"{table}: {count} rows but no chain head in chain_heads (the anchor row was deleted)",
             table,
             rows=count,
         )
