@@ -285,3 +285,21 @@ async def test_a_broken_transcript_names_its_api_path_only(api: Api, root: Path)
     assert code == 400, body
     assert "rec/transcript.jsonl:1" in body["message"]
     _no_server_path(body, root)
+
+
+async def test_a_50_mb_name_is_refused_by_size_before_it_is_read(
+    api: Api, root: Path, jp_serverapp: Any
+) -> None:
+    (root / "bad").mkdir()
+    with (root / "bad" / "huge.yaml").open("wb") as handle:
+        handle.write(b"states: {s: {}}\nname: ")
+        handle.write(b"n" * 50_000_000)
+        handle.write(b"\n")
+    planner = {"kind": "blueprint", "path": "bad/huge.yaml"}
+    with trapped_log(jp_serverapp) as trap:
+        code, body = await api.call("POST", "workflows", body=_body(planner=planner))
+    assert code == 400, body
+    assert body["code"] == "invalid_blueprint"
+    assert body["message"] == "bad/huge.yaml: file is 50000023 bytes; the limit is 2000000 bytes"
+    assert trap.tracebacks() == []
+    assert await api.ok("GET", "workflows") == {"workflows": []}
