@@ -1,9 +1,21 @@
-"""Shared test configuration: Hypothesis profiles and fixture paths."""
+"""Shared test configuration: Hypothesis profiles and seed, the require switch, fixture paths.
+
+- **Hypothesis.** Profiles keep ``deadline=None``. Every session runs the property tests with
+  one fresh random seed, printed in the session header (``hypothesis seed: N``); replay a run
+  with ``pytest --hypothesis-seed=N``. CI is never derandomised, so each CI run explores new
+  inputs (and ``print_blob`` prints how to reproduce a failing example).
+- **Nothing passes by skipping.** A test that needs a binary that may be missing (a gateway,
+  Jupyter Lab, a browser, ``jupyter-server``) calls :func:`require_or_skip` or carries the
+  :func:`requires` mark. It skips when the binary is absent, except with
+  ``NOTEBOOK_BCC_REQUIRE_ALL=1`` (set by ``.ci/run``), where the skip is a failure.
+  ``tests/test_skips.py`` keeps every other ``pytest.skip`` / ``skipif`` out of the suite.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import urllib.error
 import urllib.request
@@ -28,7 +40,6 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     max_examples=100,
-    derandomize=True,
     print_blob=True,
 )
 settings.register_profile(
@@ -46,6 +57,55 @@ else:
 
 SLOW = os.environ.get("NOTEBOOK_BCC_SLOW") == "1"
 """Stress modes (>= 10,000 fuzz cases, every crash point) run only when this is set."""
+
+REQUIRE_ALL = os.environ.get("NOTEBOOK_BCC_REQUIRE_ALL") == "1"
+"""Set by ``.ci/run``: a test that would skip for a missing binary fails instead."""
+
+
+def require_or_skip(available: bool, reason: str, *, switch: str | None = None) -> None:
+    """Skip the running test unless ``available``; under ``NOTEBOOK_BCC_REQUIRE_ALL=1`` (or the
+    narrower ``switch`` variable set to 1) fail it instead, naming ``reason``."""
+    if available:
+        return
+    if REQUIRE_ALL or (switch is not None and os.environ.get(switch) == "1"):
+        names = "NOTEBOOK_BCC_REQUIRE_ALL=1" if REQUIRE_ALL else f"{switch}=1"
+        pytest.fail(f"{reason} ({names}: a missing binary is a failure)", pytrace=False)
+    pytest.skip(reason)
+
+
+def requires(available: bool, reason: str) -> pytest.MarkDecorator:
+    """A mark (for a test or a module's ``pytestmark``) applying :func:`require_or_skip`."""
+    return pytest.mark.notebook_bcc_requires(available=available, reason=reason)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``requires`` mark; give Hypothesis this session's seed.
+
+    Runs before Hypothesis' own ``pytest_configure``, which then forces the seed.
+    """
+    config.addinivalue_line(
+        "markers", "notebook_bcc_requires(available, reason): see tests.conftest.requires"
+    )
+    if config.getoption("hypothesis_seed", default=None) is None:
+        config.option.hypothesis_seed = str(secrets.randbelow(2**32))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Print this session's Hypothesis seed and how to replay it (also under ``-q``)."""
+    config = session.config
+    seed = config.getoption("hypothesis_seed", default=None)
+    required = "; NOTEBOOK_BCC_REQUIRE_ALL=1: missing binaries fail" if REQUIRE_ALL else ""
+    line = f"hypothesis seed: {seed} (replay: pytest --hypothesis-seed={seed}){required}"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Apply the ``notebook_bcc_requires`` marks of a test (and its module)."""
+    for mark in item.iter_markers(name="notebook_bcc_requires"):
+        require_or_skip(bool(mark.kwargs["available"]), str(mark.kwargs["reason"]))
 
 
 @pytest.fixture

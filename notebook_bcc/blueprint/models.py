@@ -176,7 +176,9 @@ class _MachineFields(WireModel):
     """Fields shared by both document shapes."""
 
     kind: Literal["StateMachine"] = "StateMachine"
-    name: str | None = None
+    name: str | None = Field(
+        default=None, max_length=10_000, description="Shown as the problem when none is given."
+    )
     start_state: str | None = Field(default=None, description="Defaults to the first state.")
     end_states: list[str] = Field(
         default_factory=list, description="Terminal states; they need no body (seed 004 §13)."

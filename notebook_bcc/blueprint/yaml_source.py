@@ -2,8 +2,10 @@
 
 The round-trip loader keeps where every key and item was written (``.lc``), so any error can
 name its line. It never builds Python objects from tags, and the conversion to plain data is
-bounded: aliases that would expand to more than :data:`MAX_NODES` nodes (billion laughs),
-cyclic aliases, nesting deeper than :data:`MAX_NESTING` and unknown tags are refused.
+bounded twice: :mod:`~notebook_bcc.blueprint.yaml_guard` measures the composed node graph
+(aliases, merge keys, tags) before any value is built; then aliases that would expand to
+more than :data:`MAX_NODES` nodes (billion laughs), cyclic aliases, nesting deeper than
+:data:`MAX_NESTING` and unknown tags are refused while converting.
 """
 
 from __future__ import annotations
@@ -19,8 +21,13 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from notebook_bcc.blueprint.issues import BlueprintError, Issue
+from notebook_bcc.blueprint.yaml_guard import (
+    MAX_EXPANDED_NODES,
+    GuardedConstructor,
+    YamlBudgetError,
+)
 
-MAX_NODES = 100_000
+MAX_NODES = MAX_EXPANDED_NODES
 """Most values a document may expand to (aliases included)."""
 MAX_NESTING = 64
 """Deepest nesting of mappings and lists."""
@@ -53,7 +60,7 @@ def line_of(root: Any, loc: Sequence[Any]) -> int | None:
                 key = True
             if key not in node:
                 break
-            line = node.lc.key(key)[0] + 1
+            line = _key_line(node, key, line)
             node = node[key]
         elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
             line = node.lc.item(part)[0] + 1
@@ -61,6 +68,17 @@ def line_of(root: Any, loc: Sequence[Any]) -> int | None:
         else:
             break
     return line
+
+
+def _key_line(node: Any, key: Any, default: Any) -> Any:
+    """The 1-based line of ``key`` in a mapping; ``default`` for a key a merge (``<<``) brought,
+    which ruamel records no position for."""
+    if not isinstance(node, CommentedMap):
+        return default
+    try:
+        return int(node.lc.key(key)[0]) + 1
+    except (KeyError, TypeError, AttributeError):
+        return default
 
 
 def _start_line(node: Any) -> int | None:
@@ -72,12 +90,15 @@ def _start_line(node: Any) -> int | None:
 def parse_yaml(text: str, filename: str) -> YamlDocument:
     """Parse ``text``; raises :class:`BlueprintError` with the line of a syntax error."""
     yaml = YAML(typ="rt")
+    yaml.Constructor = GuardedConstructor  # measures aliases and tags before building values
     noticed: list[Issue] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             root = yaml.load(text)
         noticed.extend(Issue(None, f"YAML: {item.message}") for item in caught)
+    except YamlBudgetError as exc:
+        raise BlueprintError(filename, [exc.issue]) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -129,9 +150,7 @@ class _Converter:
     def mapping(self, node: dict[Any, Any], line: int, depth: int) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         for key, value in node.items():
-            key_line = line
-            if isinstance(node, CommentedMap):
-                key_line = node.lc.key(key)[0] + 1
+            key_line = _key_line(node, key, line)
             plain_key = self.scalar(key, key_line)
             try:
                 hash(plain_key)

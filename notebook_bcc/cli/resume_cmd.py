@@ -45,7 +45,24 @@ def register(subparsers: Any) -> None:
     )
     trace.add_argument("--state-db", type=Path, required=True, help="the run's SQLite file")
     trace.add_argument("--workflow", help="the workflow id (default: the latest one)")
-    trace.add_argument("--verify", action="store_true", help="check every chained table's hashes")
+    trace.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every hash chain to its anchored last row, and contracts and cells "
+        "against their change logs (exit 1 naming the first tampered table and row)",
+    )
+    trace.add_argument(
+        "--anchor",
+        type=Path,
+        metavar="FILE",
+        help="with --verify: also check the database against an anchor exported earlier",
+    )
+    trace.add_argument(
+        "--export-anchor",
+        type=Path,
+        metavar="FILE",
+        help="write the chain heads (rows, last seq, last hash of each chain) to FILE as JSON",
+    )
     trace.add_argument("--json", action="store_true", help="print the rows as JSON lines")
     trace.set_defaults(handler=_trace)
 
@@ -165,19 +182,13 @@ def _trace(args: argparse.Namespace) -> int:
     import json
 
     from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
-    from notebook_bcc.store.errors import ChainBrokenError
+    from notebook_bcc.cli.trace_verify import verify_store
 
     store = open_existing(args.state_db)
     try:
+        if args.verify or args.export_anchor is not None or args.anchor is not None:
+            return verify_store(store, args)
         workflow_id = pick_workflow(store, args.workflow)
-        if args.verify:
-            try:
-                checked = store.verify()
-            except ChainBrokenError as exc:
-                print(f"error: {exc.message}", file=sys.stderr)
-                return 1
-            print(f"chain verified: {checked} rows in history, trace and events")
-            return 0
         history = store.history(workflow_id)
         trace = store.trace(workflow_id)
     finally:

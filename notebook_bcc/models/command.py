@@ -24,7 +24,15 @@ HUMAN_EVENTS: frozenset[Event] = frozenset(
 )
 """The FSM events a human may send; exactly seed 003's names (D3)."""
 
-Version = Annotated[int, Field(ge=0, description="The snapshot version the sender saw.")]
+Version = Annotated[
+    int,
+    Field(
+        ge=0,
+        strict=True,
+        description='The snapshot version the sender saw: a JSON integer (70.0 and "70" '
+        "are refused, never coerced).",
+    ),
+]
 
 
 class EventCommand(WireModel):
@@ -46,7 +54,9 @@ class EventCommand(WireModel):
 class DecideCommand(WireModel):
     """``{"decide": "<pending id>", "decision": "approve", "expected_version": 7}``."""
 
-    decide: str = Field(min_length=1, description="The id of a pending decision (D2).")
+    decide: str = Field(
+        min_length=1, max_length=1_000, description="The id of a pending decision (D2)."
+    )
     decision: Literal["approve", "reject"]
     expected_version: Version
 

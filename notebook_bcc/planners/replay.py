@@ -17,7 +17,7 @@ and :meth:`ReplayPlanner.files` (copies under ``DIR/inputs/``).
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from notebook_bcc.models.snapshot import PlanItem
@@ -81,7 +81,18 @@ class ReplayPlanner:
                 f"{self.directory}: input file(s) were not copied when recording: "
                 + ", ".join(missing)
             )
-        return [self.directory / f.path for f in self.header.files if f.path is not None]
+        paths = []
+        for index, recorded in enumerate(self.header.files):
+            if recorded.path is None:
+                continue
+            rel = PurePosixPath(recorded.path.replace("\\", "/"))
+            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+                raise TranscriptError(
+                    f"{self.directory / TRANSCRIPT}: header files[{index}].path "
+                    f"{recorded.path!r} must be relative to the record folder, without '..'"
+                )
+            paths.append(self.directory.joinpath(*rel.parts))
+        return paths
 
     def settings(self) -> dict[str, Any]:
         """``transcript`` (the directory), what was recorded and its hop cap."""

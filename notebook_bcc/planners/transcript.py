@@ -31,6 +31,9 @@ TRANSCRIPT = "transcript.jsonl"
 INPUTS = "inputs"
 """The folder (inside the record directory) holding copies of the run's input files."""
 
+MAX_TRANSCRIPT_BYTES = 64_000_000
+"""Largest ``transcript.jsonl`` read back (a long LLM run records a few MB)."""
+
 FORMAT = "notebook-bcc-transcript"
 VERSION = 1
 
@@ -154,6 +157,14 @@ def read_transcript(directory: Path) -> Transcript:
     transcript = Transcript()
     if not path.exists():
         return transcript
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read the transcript: {exc.strerror}") from None
+    if size > MAX_TRANSCRIPT_BYTES:
+        raise TranscriptError(
+            f"{path}: the transcript is {size} bytes; the limit is {MAX_TRANSCRIPT_BYTES}"
+        )
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():

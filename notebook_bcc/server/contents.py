@@ -176,6 +176,12 @@ class Contents:
         await self.ensure_folder(folder_of(folder))
         await self._call(folder, lambda: self.manager.save({"type": "directory"}, folder))
 
+    async def size(self, path: str) -> int | None:
+        """A file's size in bytes as the contents manager reports it (None when it does not)."""
+        model = await self._call(path, lambda: self.manager.get(path, content=False, type="file"))
+        size = model.get("size")
+        return size if isinstance(size, int) else None
+
     async def read_text(self, path: str) -> str:
         """The text of a file (UTF-8)."""
         model = await self._call(

@@ -37,6 +37,7 @@ from notebook_bcc.fsm.table import table_rows
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.server.errors import BadRequestError, status_for
+from notebook_bcc.server.limits import check_body_size, parse_json_body
 from notebook_bcc.server.models import CreateWorkflowRequest, StreamSnapshot
 from notebook_bcc.server.openapi import openapi_document
 from notebook_bcc.server.service import WorkflowService
@@ -137,6 +138,16 @@ class BccAPIHandler(JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
 
     auth_resource = AUTH_RESOURCE
 
+    async def prepare(self) -> None:  # type: ignore[override]
+        """The server's checks, then the body size cap on every method (400 when over).
+
+        An unauthenticated request is left to ``@web.authenticated`` (403), so the size check
+        reveals nothing to a client that may not call the API.
+        """
+        await super().prepare()
+        if self.current_user is not None:
+            check_body_size(self.request.body or b"")
+
     @property
     def service(self) -> WorkflowService:
         """The extension's workflow service."""
@@ -156,11 +167,11 @@ class BccAPIHandler(JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(403, f"User is not authorized to {action} on resource: {resource}.")
 
     def json_body(self) -> Any:
-        """The request body as JSON; a body that is not JSON is a 400 saying so."""
-        try:
-            return json.loads(self.request.body or b"null")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadRequestError(f"the request body is not JSON: {exc}") from None
+        """The request body as JSON, bounded first (:mod:`~notebook_bcc.server.limits`).
+
+        Too large, nested too deep, or not JSON: a 400 saying which.
+        """
+        return parse_json_body(self.request.body or b"")
 
     def parse(self, model: type[M]) -> M:
         """The request body validated as ``model``; problems become one 400 naming each field."""

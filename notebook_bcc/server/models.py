@@ -20,27 +20,44 @@ from pydantic import Field
 from notebook_bcc.models.base import WireModel
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot
+from notebook_bcc.server.limits import (
+    MAX_FILES,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    MAX_PROBLEM_CHARS,
+    MAX_URL_CHARS,
+)
 
 
 class BlueprintPlannerSpec(WireModel):
     """``{"kind": "blueprint", "path": P}``: a D14 YAML blueprint at API path ``P``."""
 
     kind: Literal["blueprint"]
-    path: str = Field(min_length=1, description="API path of the blueprint, under the root.")
+    path: str = Field(
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="API path of the blueprint, under the root.",
+    )
 
 
 class ReplayPlannerSpec(WireModel):
     """``{"kind": "replay", "path": P}``: answers recorded in a transcript (not available yet)."""
 
     kind: Literal["replay"]
-    path: str = Field(min_length=1, description="API path of the recorded transcript.")
+    path: str = Field(
+        min_length=1, max_length=MAX_PATH_CHARS, description="API path of the recorded transcript."
+    )
 
 
 class HttpPlannerSpec(WireModel):
     """``{"kind": "http", "url": U}``: a DSLC-compatible planning server (not available yet)."""
 
     kind: Literal["http"]
-    url: str = Field(pattern=r"^https?://", description="Base URL of the planning server.")
+    url: str = Field(
+        pattern=r"^https?://",
+        max_length=MAX_URL_CHARS,
+        description="Base URL of the planning server.",
+    )
     timeout: float | None = Field(default=None, gt=0, description="Seconds per request.")
     state_case: Literal["upper", "lower"] | None = Field(
         default=None, description="Case of FSM state names sent to the server (D21)."
@@ -55,15 +72,17 @@ class LlmPlannerSpec(WireModel):
     """
 
     kind: Literal["llm"]
-    model: str = Field(min_length=1)
+    model: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     base_url: str | None = Field(
         default=None,
         pattern=r"^https?://",
+        max_length=MAX_URL_CHARS,
         description="The API root with its version; requests go to {base_url}/chat/completions.",
     )
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        max_length=MAX_NAME_CHARS,
         description="Name of the server environment variable holding the API key (default: "
         "NOTEBOOK_BCC_LLM_API_KEY, else OPENAI_API_KEY).",
     )
@@ -80,6 +99,7 @@ class LlmPlannerSpec(WireModel):
     templates: str | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_PATH_CHARS,
         description="A folder under the server root (API path) whose <agent-id>.md and "
         "feedback.md files replace the shipped prompt templates.",
     )
@@ -111,14 +131,19 @@ class CreateWorkflowRequest(WireModel):
     """``POST /workflows``: start a workflow on a notebook (created when missing)."""
 
     notebook_path: str = Field(
-        min_length=1, description="API path of the .ipynb, relative to the server root."
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="API path of the .ipynb, relative to the server root.",
     )
     planner: PlannerSpec | None = Field(
         default=None, description="Omitted: the server's configured default planner."
     )
-    problem: str | None = Field(default=None, description="The user's problem statement.")
-    files: list[str] = Field(
+    problem: str | None = Field(
+        default=None, max_length=MAX_PROBLEM_CHARS, description="The user's problem statement."
+    )
+    files: list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]] = Field(
         default_factory=list,
+        max_length=MAX_FILES,
         description="Input files as API paths; the kernel sees them relative to the "
         "notebook's folder (user_submit_files).",
     )

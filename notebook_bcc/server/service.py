@@ -686,15 +686,14 @@ class WorkflowService:
                 f"(available: {', '.join(AVAILABLE_PLANNERS)})",
                 details={"kind": spec.kind, "available": list(AVAILABLE_PLANNERS)},
             )
-        from notebook_bcc.blueprint.loader import load_blueprint_text
         from notebook_bcc.planners.blueprint import BlueprintPlanner
+        from notebook_bcc.server.blueprints import load_blueprint_api
 
         path = api_path(spec.path, what="planner.path")
         self.contents.check_inside_root(path, what="planner.path")
         if not await self.contents.exists(path):
             raise BadRequestError(f"planner.path: no such file {path!r}", details={"path": path})
-        text = await self.contents.read_text(path)
-        loaded = load_blueprint_text(text, path)
+        loaded = await load_blueprint_api(self.contents, path)  # size-capped, off the loop
         os_path = self.contents.os_path(path)
         if os_path is not None:
             # recorded in snapshot.planner.settings: what a later server needs to reload it
@@ -706,22 +705,9 @@ class WorkflowService:
 
     async def _replay_planner(self, spec: ReplayPlannerSpec) -> tuple[Planner, list[str]]:
         """A recorded transcript folder under the root, played back with its inputs."""
-        from notebook_bcc.planners.replay import ReplayPlanner
+        from notebook_bcc.server.transcripts import open_replay_api
 
-        path = api_path(spec.path, what="planner.path")
-        self.contents.check_inside_root(path, what="planner.path")
-        os_path = self.contents.os_path(path)
-        if os_path is None or not Path(os_path).is_dir():
-            raise BadRequestError(
-                f"planner.path: {path!r} is not a recorded transcript folder on this server",
-                details={"path": path},
-            )
-        planner = ReplayPlanner(Path(os_path))
-        files = [
-            join_api(path, str(file.relative_to(planner.directory)), what=f"{path} inputs")
-            for file in planner.files()
-        ]
-        return planner, files
+        return await open_replay_api(self.contents, spec.path)  # every path confined, off-loop
 
     async def _input_files(self, declared: list[str], given: list[str]) -> list[str]:
         """Blueprint files then request files, as checked API paths that exist."""

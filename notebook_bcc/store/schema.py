@@ -1,7 +1,9 @@
 """The SQLite schema of the store, as ordered migrations.
 
 ``migrations[i]`` takes a database from schema version ``i`` to ``i + 1``. Chained tables
-(``history``, ``trace``, ``events``) carry ``prev_hash`` / ``hash`` columns; no other table does.
+(``history``, ``trace``, ``events`` and the change logs ``contract_log`` / ``cell_log`` of the
+upserted ``contracts`` / ``cells``) carry ``prev_hash`` / ``hash`` columns; no other table does.
+``chain_heads`` anchors each chain's last row (see :mod:`notebook_bcc.store.anchor`).
 """
 
 from __future__ import annotations
@@ -102,6 +104,33 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX commands_open ON commands(workflow_id, id) WHERE done_at IS NULL;
     ALTER TABLE workflows ADD COLUMN owner TEXT;
     """,
+    # 3: tamper-evidence to the last row (store/anchor.py). The chain heads and the change
+    # logs of the mutable tables; an older database's existing rows are anchored by
+    # anchor.backfill in the same transaction.
+    """
+    CREATE TABLE chain_heads (
+        chain    TEXT PRIMARY KEY,
+        rows     INTEGER NOT NULL,
+        last_seq  INTEGER NOT NULL,
+        head_hash TEXT NOT NULL
+    );
+    CREATE TABLE contract_log (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        workflow_id TEXT NOT NULL,
+        row_key     TEXT NOT NULL,
+        state       TEXT NOT NULL,
+        prev_hash   TEXT NOT NULL,
+        hash        TEXT NOT NULL
+    );
+    CREATE TABLE cell_log (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        workflow_id TEXT NOT NULL,
+        row_key     TEXT NOT NULL,
+        state       TEXT NOT NULL,
+        prev_hash   TEXT NOT NULL,
+        hash        TEXT NOT NULL
+    );
+    """,
 )
 """Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
 
@@ -129,5 +158,7 @@ CHAINED_TABLES: dict[str, tuple[str, ...]] = {
         "metadata",
     ),
     "events": ("seq", "workflow_id", "version", "body"),
+    "contract_log": ("seq", "workflow_id", "row_key", "state"),
+    "cell_log": ("seq", "workflow_id", "row_key", "state"),
 }
 """Each chained table and the columns its row hash covers (besides ``prev_hash``)."""

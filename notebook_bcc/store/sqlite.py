@@ -10,7 +10,6 @@ code the same API on one dedicated executor thread.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -24,19 +23,21 @@ from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import crash
+from notebook_bcc.store import anchor, crash
 from notebook_bcc.store.errors import (
-    ChainBrokenError,
     IdempotencyViolationError,
     NotebookBusyError,
     StoreUnavailableError,
     UnknownWorkflowError,
     VersionConflictError,
 )
-from notebook_bcc.store.schema import CHAINED_TABLES, MIGRATIONS, SCHEMA_VERSION
+from notebook_bcc.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-GENESIS = "0" * 64
+GENESIS = anchor.GENESIS
 """``prev_hash`` of the first row of every chained table."""
+
+ANCHOR_SCHEMA = 3
+"""The schema version that added chain heads and change logs (older files are backfilled)."""
 
 INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
 """Run statuses after which a notebook may host a new workflow."""
@@ -90,10 +91,8 @@ class CommitResult:
     events: list[WorkflowEvent]
 
 
-def row_hash(prev_hash: str, values: Sequence[Any]) -> str:
-    """SHA-256 over the previous row's hash and the canonical JSON of a row's columns."""
-    payload = json.dumps(list(values), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(f"{prev_hash}\n{payload}".encode()).hexdigest()
+row_hash = anchor.row_hash
+"""SHA-256 over the previous row's hash and the canonical JSON of a row's columns."""
 
 
 def _dump(model: Any) -> str:
@@ -143,6 +142,8 @@ class SqliteStore:
                 for statement in MIGRATIONS[version].split(";"):
                     if statement.strip():
                         self._db.execute(statement)
+                if version + 1 == ANCHOR_SCHEMA:
+                    anchor.backfill(self._db)
                 self._db.execute(f"PRAGMA user_version = {version + 1}")
                 self._db.execute("COMMIT")
             except BaseException:
@@ -343,6 +344,7 @@ class SqliteStore:
                     contract.updated_at,
                 ),
             )
+            anchor.log_change(self._db, "contracts", (contract.execution_id,), wf)
         for cell in change.cells:
             self._db.execute(
                 "INSERT INTO cells (workflow_id, cell_id, position, contract_id, cell, updated_at)"
@@ -352,6 +354,7 @@ class SqliteStore:
                 " updated_at = excluded.updated_at",
                 (wf, cell.cell_id, cell.position, cell.contract_id, _json(cell.cell), now),
             )
+            anchor.log_change(self._db, "cells", (wf, cell.cell_id), wf)
         published: list[WorkflowEvent] = []
         for draft in change.events:
             event = WorkflowEvent(
@@ -374,22 +377,15 @@ class SqliteStore:
     def _append(
         self, table: str, values: tuple[Any, ...], *, body_model: WorkflowEvent | None = None
     ) -> int:
-        last = self._db.execute(
-            f"SELECT seq, hash FROM {table} ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        seq = 1 if last is None else int(last[0]) + 1
-        prev = GENESIS if last is None else str(last[1])
-        if body_model is not None:
-            values = (*values[:-1], _dump(body_model.model_copy(update={"seq": seq})))
-        columns = CHAINED_TABLES[table]
-        row = (seq, *values)
-        digest = row_hash(prev, row)
-        placeholders = ", ".join("?" for _ in range(len(columns) + 2))
-        self._db.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}, prev_hash, hash) VALUES ({placeholders})",
-            (*row, prev, digest),
-        )
-        return seq
+        """A chained row and its chain head, in the current transaction (store/anchor.py)."""
+        if body_model is None:
+            return anchor.append_chained(self._db, table, values)
+        model = body_model
+
+        def with_body(seq: int) -> tuple[Any, ...]:
+            return (*values[:-1], _dump(model.model_copy(update={"seq": seq})))
+
+        return anchor.append_chained(self._db, table, with_body)
 
     # -- owner and command inbox ---------------------------------------------------------------
 
@@ -513,23 +509,22 @@ class SqliteStore:
         )
         return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3]) for r in rows]
 
-    def verify(self) -> int:
-        """Check every chained table's hashes; returns rows checked or raises ChainBrokenError."""
-        checked = 0
-        for table, columns in CHAINED_TABLES.items():
-            prev = GENESIS
-            query = f"SELECT {', '.join(columns)}, prev_hash, hash FROM {table} ORDER BY seq"
-            for row in self._db.execute(query):
-                values, prev_hash, digest = row[: len(columns)], row[-2], row[-1]
-                if prev_hash != prev or row_hash(prev, values) != digest:
-                    raise ChainBrokenError(
-                        f"{table} row seq={values[0]} does not match its hash chain: the row was "
-                        "edited, inserted or deleted after it was written",
-                        details={"table": table, "seq": values[0]},
-                    )
-                prev = digest
-                checked += 1
-        return checked
+    def verify(self, external: Any = None) -> int:
+        """Check every chain, its head, contracts and cells against their change logs, and
+        (given) an exported anchor; returns chained rows checked or raises ChainBrokenError."""
+        return self.verification(external).total
+
+    def verification(self, external: Any = None) -> anchor.Verification:
+        """:meth:`verify` with the rows checked per chain and per mutable table."""
+        report = anchor.verify_chains(self._db)
+        if external is not None:
+            anchor.check_anchor(self._db, external)
+        return report
+
+    def export_anchor(self) -> dict[str, Any]:
+        """The chain heads as JSON, to keep outside the database (``trace --export-anchor``);
+        the notebook writers put the same document in ``metadata.notebook_bcc.anchor``."""
+        return anchor.export_anchor(self._db)
 
 
 class AsyncStore:

@@ -3,8 +3,8 @@ Python Playwright, and helpers to start workflows over REST, open Lab, open the 
 switch themes and take screenshots.
 
 Nothing here downloads a browser: the tests drive ``/usr/bin/chromium`` and skip with the reason
-when it is absent, unless ``NOTEBOOK_BCC_REQUIRE_BROWSER=1`` (CI), which turns that into a
-failure. Screenshots go to ``test-artifacts/browser/``.
+when it is absent, unless ``NOTEBOOK_BCC_REQUIRE_BROWSER=1`` or ``NOTEBOOK_BCC_REQUIRE_ALL=1``
+(CI) turn that into a failure. Screenshots go to ``test-artifacts/browser/``.
 
 Waits are on DOM or REST conditions with generous deadlines (a 2-core machine running a
 kernel, the server and chromium at once is slow), never on fixed sleeps.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.conftest import free_port, token_request
+from tests.conftest import free_port, require_or_skip, token_request
 from tests.server.conftest import EXAMPLES, SERVER_FIXTURES
 
 try:
@@ -77,9 +77,7 @@ REQUIRE_BROWSER = os.environ.get("NOTEBOOK_BCC_REQUIRE_BROWSER") == "1"
 
 
 def _unavailable(reason: str) -> None:
-    if REQUIRE_BROWSER:
-        pytest.fail(f"{reason} (NOTEBOOK_BCC_REQUIRE_BROWSER=1)", pytrace=False)
-    pytest.skip(reason)
+    require_or_skip(False, reason, switch="NOTEBOOK_BCC_REQUIRE_BROWSER")
 
 
 # -- the jupyter lab subprocess -------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import threading
 import time
 
 import pytest
@@ -19,6 +21,25 @@ from notebook_bcc.cli import main
 from notebook_bcc.models.contract import ExecutionStatus
 from notebook_bcc.models.names import State
 from tests.durability.conftest import Durable, stop
+
+
+class StdoutWatch:
+    """Reads a process's stdout in a thread and sets ``seen`` once a line holds ``fragment``
+    (the second signal is sent when the first was handled, not after a fixed sleep)."""
+
+    def __init__(self, process: subprocess.Popen[str], fragment: str) -> None:
+        self.seen = threading.Event()
+        self.lines: list[str] = []
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                self.lines.append(line)
+                if fragment in line:
+                    self.seen.set()
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()
 
 
 def status_json(durable: Durable, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
@@ -61,12 +82,18 @@ def test_second_sigint_stops_at_once_and_resume_reruns_the_cell(durable: Durable
     process = durable.cli_run("--auto-confirm")
     try:
         durable.wait_for_nap(process)
+        out = StdoutWatch(process, "interrupt: finishing the running cell")
         process.send_signal(signal.SIGINT)
-        time.sleep(0.3)
+        assert out.seen.wait(60), "the first SIGINT was never acknowledged"
         process.send_signal(signal.SIGINT)
         began = time.monotonic()
-        _, err = process.communicate(timeout=60)
+        process.wait(timeout=60)
         took = time.monotonic() - began
+        out.thread.join(timeout=10)
+        err = process.stderr.read() if process.stderr is not None else ""
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
     finally:
         stop(process)
     assert process.returncode == 130, err

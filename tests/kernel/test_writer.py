@@ -143,7 +143,7 @@ def test_changes_are_debounced_into_one_write(tmp_path: Path, loop_thread: LoopT
             if writer.last_report is not None:
                 break
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.3)
+        assert not writer.dirty, "nothing is left to write: no second write is pending"
         first = writes
         add_cells(runner, 20, 5)
         await writer.aclose()

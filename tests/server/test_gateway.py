@@ -16,14 +16,13 @@ import time
 import urllib.error
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import requires
 from tests.server.test_restart import BIN, JupyterServer, free_port, http
 
 KERNEL_GATEWAY = BIN / "jupyter-kernelgateway"
 
-pytestmark = pytest.mark.skipif(
-    not KERNEL_GATEWAY.exists(), reason="jupyter_kernel_gateway is not installed (test extra)"
+pytestmark = requires(
+    KERNEL_GATEWAY.exists(), "jupyter_kernel_gateway is not installed (test extra)"
 )
 
 

@@ -15,10 +15,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from notebook_bcc.store.sqlite import SqliteStore
-from tests.conftest import free_port, token_request
+from tests.conftest import free_port, requires, token_request
 from tests.server.conftest import EXAMPLES, SERVER_FIXTURES
 
 JUPYTER_LAB = Path(sys.executable).parent / "jupyter-lab"
@@ -93,7 +91,7 @@ class Server:
         return self.process.returncode
 
 
-@pytest.mark.skipif(not JUPYTER_LAB.exists(), reason="jupyter-lab is not installed here")
+@requires(JUPYTER_LAB.exists(), "jupyter-lab is not installed here")
 def test_plain_jupyter_lab_runs_the_housing_blueprint(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "housing").mkdir(parents=True)

@@ -22,16 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from notebook_bcc.store.sqlite import SqliteStore
+from tests.conftest import requires
 from tests.server.conftest import SERVER_FIXTURES, read_notebook
 
 BIN = Path(sys.executable).parent
 JUPYTER_SERVER = BIN / "jupyter-server"
 TOKEN = "notebook-bcc-restart-token"
 
-pytestmark = pytest.mark.skipif(not JUPYTER_SERVER.exists(), reason="jupyter-server not found")
+pytestmark = requires(JUPYTER_SERVER.exists(), "jupyter-server not found")
 
 
 def free_port() -> int:
@@ -303,7 +302,7 @@ def test_restart_wait_policy_leaves_runs_waiting_and_never_reruns_an_action_in_d
         paused = second.snapshot(slow)
         assert paused["run"]["status"] == "interrupted"
         assert "restart_policy" in (paused["run"]["reason"] or "")
-        time.sleep(0.5)
+        assert second.row(slow)["running"] is False, "policy wait: no run loop drives it"
         assert second.snapshot(slow)["version"] == paused["version"], "policy wait: no run"
 
         code, body = second.command(slow, action="run", expected_version=paused["version"])

@@ -268,7 +268,9 @@ async def test_pause_and_run(api: Api, root: Path, bcc_app: NotebookBccApp) -> N
     assert bcc_app.current_activity() is None, "the run loop stopped"
     paused = await api.snapshot(workflow_id)
     assert paused["run"]["status"] == "paused"
-    await asyncio.sleep(0.3)
+    live = bcc_app.service.live(workflow_id)
+    assert live is not None
+    assert not live.running, "no run loop drives the paused workflow: nothing can run"
     assert (await api.snapshot(workflow_id))["version"] == paused["version"], "nothing ran"
     code, body = await api.command(workflow_id, action="run", expected_version=paused["version"])
     assert code == 200

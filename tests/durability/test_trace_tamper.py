@@ -1,0 +1,244 @@
+"""``trace --verify`` catches tampering to the last row (issue 19.5), on a real run's database.
+
+Tail deletion (the last row, the last 3, every row) of each hash chain; deletion, insertion,
+reorder and edits of ``contracts`` and ``cells`` (checked against their change logs); a
+deleted chain head; and, with ``--anchor FILE`` exported earlier, a tail deletion whose chain
+head was rewritten to match. Each is exit 1 naming the table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from notebook_bcc.models.records import TraceRecord
+from notebook_bcc.store.anchor import CELL_COLUMNS, CONTRACT_COLUMNS
+from notebook_bcc.store.schema import CHAINED_TABLES
+from notebook_bcc.store.sqlite import Commit, SqliteStore
+from tests.durability.test_trace_cli import recorded, rows, state_db, trace
+
+__all__ = ["recorded", "state_db"]  # fixtures shared with test_trace_cli (one real run each)
+
+Capsys = pytest.CaptureFixture[str]
+
+
+def _sql(state_db: Path, *statements: str) -> None:
+    with contextlib.closing(sqlite3.connect(state_db)) as db:
+        for statement in statements:
+            db.execute(statement)
+        db.commit()
+
+
+def _refused(state_db: Path, capsys: Capsys, fragment: str, *flags: str) -> str:
+    code, out, err = trace(state_db, capsys, "--verify", *flags)
+    assert code == 1, (out, err)
+    assert fragment in err, err
+    assert "Traceback" not in err
+    return err
+
+
+def test_the_recorded_run_has_rows_in_every_chain_and_table(state_db: Path) -> None:
+    for table in (*CHAINED_TABLES, "contracts", "cells"):
+        assert rows(state_db, table) >= 4, table
+
+
+@pytest.mark.parametrize("table", list(CHAINED_TABLES))
+@pytest.mark.parametrize("count", [1, 3, "all"])
+def test_tail_deletion_is_caught(
+    state_db: Path, capsys: Capsys, table: str, count: int | str
+) -> None:
+    total = rows(state_db, table)
+    keep = 0 if count == "all" else total - int(count)
+    _sql(state_db, f"DELETE FROM {table} WHERE seq > (SELECT MIN(seq) - 1 + {keep} FROM {table})")
+    assert rows(state_db, table) == keep
+    err = _refused(state_db, capsys, f"{table}: the chain holds {keep} rows")
+    assert f"its head records {total} rows" in err
+    assert "deleted from the end" in err
+
+
+def test_emptying_every_chain_and_its_heads_is_caught(state_db: Path, capsys: Capsys) -> None:
+    _sql(state_db, *(f"DELETE FROM {table}" for table in CHAINED_TABLES), "DELETE FROM chain_heads")
+    _refused(state_db, capsys, "no chain head in chain_heads")
+
+
+@pytest.mark.parametrize("table", list(CHAINED_TABLES))
+def test_swapping_two_rows_is_caught(state_db: Path, capsys: Capsys, table: str) -> None:
+    columns = [*CHAINED_TABLES[table][1:], "prev_hash", "hash"]
+    seq = rows(state_db, table) // 2
+    with contextlib.closing(sqlite3.connect(state_db)) as db:
+        first = db.execute(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE seq = ?", (seq,)
+        ).fetchone()
+        second = db.execute(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE seq = ?", (seq + 1,)
+        ).fetchone()
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        db.execute(f"UPDATE {table} SET {assignments} WHERE seq = ?", (*second, seq))
+        db.execute(f"UPDATE {table} SET {assignments} WHERE seq = ?", (*first, seq + 1))
+        db.commit()
+    _refused(state_db, capsys, f"{table} row seq={seq} does not match its hash chain")
+
+
+MUTABLE_EDITS = [("contracts", c) for c in CONTRACT_COLUMNS if c != "execution_id"] + [
+    ("cells", c) for c in CELL_COLUMNS if c not in ("workflow_id", "cell_id")
+]
+
+
+@pytest.mark.parametrize(("table", "column"), MUTABLE_EDITS)
+def test_an_edit_of_contracts_or_cells_is_caught(
+    state_db: Path, capsys: Capsys, table: str, column: str
+) -> None:
+    _sql(
+        state_db,
+        f"UPDATE {table} SET {column} = COALESCE({column}, '') || '1'"
+        f" WHERE rowid = (SELECT rowid FROM {table} ORDER BY rowid LIMIT 1 OFFSET 1)",
+    )
+    _refused(state_db, capsys, f"{table} row ")
+    _refused(state_db, capsys, "was edited after it was written")
+
+
+@pytest.mark.parametrize("table", ["contracts", "cells"])
+@pytest.mark.parametrize("which", ["first", "last", "last3", "all"])
+def test_a_deletion_from_contracts_or_cells_is_caught(
+    state_db: Path, capsys: Capsys, table: str, which: str
+) -> None:
+    where = {
+        "first": f"rowid = (SELECT MIN(rowid) FROM {table})",
+        "last": f"rowid = (SELECT MAX(rowid) FROM {table})",
+        "last3": f"rowid IN (SELECT rowid FROM {table} ORDER BY rowid DESC LIMIT 3)",
+        "all": "1 = 1",
+    }[which]
+    before = rows(state_db, table)
+    _sql(state_db, f"DELETE FROM {table} WHERE {where}")
+    missing = {"first": 1, "last": 1, "last3": 3, "all": before}[which]
+    _refused(state_db, capsys, f"{table}: {missing} logged row(s) missing")
+
+
+@pytest.mark.parametrize("table", ["contracts", "cells"])
+def test_an_inserted_contract_or_cell_is_caught(state_db: Path, capsys: Capsys, table: str) -> None:
+    key = "execution_id" if table == "contracts" else "cell_id"
+    columns = CONTRACT_COLUMNS if table == "contracts" else CELL_COLUMNS
+    listed = ", ".join(columns)
+    copied = ", ".join(f"'forged' || {c}" if c == key else c for c in columns)
+    _sql(state_db, f"INSERT INTO {table} ({listed}) SELECT {copied} FROM {table} LIMIT 1")
+    _refused(state_db, capsys, "was inserted outside the store")
+
+
+@pytest.mark.parametrize("table", ["contracts", "cells"])
+def test_a_reordered_contract_or_cell_is_caught(state_db: Path, capsys: Capsys, table: str) -> None:
+    """The first row deleted and re-inserted unchanged: same content, another position."""
+    columns = ", ".join(CONTRACT_COLUMNS if table == "contracts" else CELL_COLUMNS)
+    _sql(
+        state_db,
+        f"CREATE TEMP TABLE moved AS SELECT {columns} FROM {table} ORDER BY rowid LIMIT 1",
+        f"DELETE FROM {table} WHERE rowid = (SELECT MIN(rowid) FROM {table})",
+        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM moved",
+    )
+    _refused(state_db, capsys, f"{table}: rows are not in the order they were written")
+
+
+def test_a_deleted_chain_head_is_caught(state_db: Path, capsys: Capsys) -> None:
+    _sql(state_db, "DELETE FROM chain_heads WHERE chain = 'events'")
+    _refused(state_db, capsys, "events: ")
+
+
+def test_a_dropped_anchor_table_is_exit_1_not_a_traceback(state_db: Path, capsys: Capsys) -> None:
+    _sql(state_db, "DROP TABLE chain_heads")
+    _refused(state_db, capsys, "missing or malformed")
+
+
+# -- the anchor outside the database ----------------------------------------------------------
+
+
+def test_an_exported_anchor_catches_a_tail_deletion_with_a_rewritten_head(
+    state_db: Path, capsys: Capsys, tmp_path: Path
+) -> None:
+    anchor = tmp_path / "anchor.json"
+    code, _, err = trace(state_db, capsys, "--export-anchor", str(anchor))
+    assert code == 0, err
+    document = json.loads(anchor.read_text())
+    assert document["format"] == "notebook-bcc-anchor"
+    assert document["chains"]["history"]["rows"] == rows(state_db, "history")
+    # the attacker deletes the last 3 history rows and rewrites the head to match
+    _sql(
+        state_db,
+        "DELETE FROM history WHERE seq > (SELECT MAX(seq) - 3 FROM history)",
+        "UPDATE chain_heads SET rows = rows - 3, last_seq = last_seq - 3,"
+        " head_hash = (SELECT hash FROM history ORDER BY seq DESC LIMIT 1)"
+        " WHERE chain = 'history'",
+    )
+    code, _, err = trace(state_db, capsys, "--verify")
+    assert code == 0, f"out of reach without the external anchor: {err}"
+    err = _refused(state_db, capsys, "history: the anchor records", "--anchor", str(anchor))
+    assert "anchored rows were deleted" in err
+
+
+def test_an_exported_anchor_still_verifies_after_the_run_goes_on(
+    state_db: Path, capsys: Capsys, tmp_path: Path
+) -> None:
+    anchor = tmp_path / "anchor.json"
+    assert trace(state_db, capsys, "--export-anchor", str(anchor))[0] == 0
+    store = SqliteStore(state_db)
+    try:
+        (workflow_id,) = store.workflow_ids()
+        snap = store.load(workflow_id)
+        record = TraceRecord(actor="test", action="later", timestamp=1.0)
+        store.commit(Commit(snapshot=snap, expected_version=snap.version, trace=[record]))
+    finally:
+        store.close()
+    code, out, err = trace(state_db, capsys, "--verify", "--anchor", str(anchor))
+    assert code == 0, err
+    assert "anchored prefix" in out
+
+
+def test_an_exported_anchor_catches_a_rewritten_history(
+    state_db: Path, capsys: Capsys, tmp_path: Path
+) -> None:
+    anchor = tmp_path / "anchor.json"
+    assert trace(state_db, capsys, "--export-anchor", str(anchor))[0] == 0
+    document = json.loads(anchor.read_text())
+    document["chains"]["trace"]["hash"] = "f" * 64  # as if the file were rewritten since
+    anchor.write_text(json.dumps(document))
+    _refused(state_db, capsys, "the anchored history was rewritten", "--anchor", str(anchor))
+
+
+def test_an_unreadable_anchor_is_exit_2(state_db: Path, capsys: Capsys, tmp_path: Path) -> None:
+    code, _, err = trace(state_db, capsys, "--verify", "--anchor", str(tmp_path / "none.json"))
+    assert code == 2
+    assert "cannot read the anchor" in err
+
+
+# -- a database written before the anchors ------------------------------------------------------
+
+
+def _downgrade(state_db: Path) -> None:
+    _sql(
+        state_db,
+        "DROP TABLE chain_heads",
+        "DROP TABLE contract_log",
+        "DROP TABLE cell_log",
+        "PRAGMA user_version = 2",
+    )
+
+
+def test_an_old_database_is_migrated_and_anchored(state_db: Path, capsys: Capsys) -> None:
+    _downgrade(state_db)
+    code, _, err = trace(state_db, capsys, "--verify")
+    assert code == 0, err
+    with contextlib.closing(SqliteStore(state_db)) as store:
+        assert store.schema_version == 3
+    _sql(state_db, "DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events)")
+    _refused(state_db, capsys, "events: the chain holds")
+
+
+def test_an_old_database_catches_contract_edits_after_migration(
+    state_db: Path, capsys: Capsys
+) -> None:
+    _downgrade(state_db)
+    assert trace(state_db, capsys, "--verify")[0] == 0
+    _sql(state_db, "UPDATE contracts SET status = 'PENDING' WHERE rowid = 1")
+    _refused(state_db, capsys, "contracts row execution_id=")

@@ -1,0 +1,76 @@
+"""The replay planner refuses transcripts that name files outside their folder, or are huge
+(issue 19.4): ``notebook-bcc run DIR --planner replay`` exits 2 naming file and entry."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from notebook_bcc.planners.replay import ReplayPlanner
+from notebook_bcc.planners.transcript import MAX_TRANSCRIPT_BYTES, TranscriptError
+
+
+def _record(folder: Path, files: list[dict[str, str]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    header = {
+        "type": "header",
+        "format": "notebook-bcc-transcript",
+        "version": 1,
+        "planner": {"kind": "blueprint", "settings": {}},
+        "problem": "p",
+        "files": files,
+    }
+    (folder / "transcript.jsonl").write_text(json.dumps(header) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../outside.csv", "inputs/../../x.csv", "."])
+def test_a_file_outside_the_record_folder_is_refused(tmp_path: Path, bad: str) -> None:
+    planner = ReplayPlanner(_record(tmp_path / "rec", [{"source": "x.csv", "path": bad}]))
+    with pytest.raises(TranscriptError, match=r"files\[0\]\.path"):
+        planner.files()
+
+
+def test_inputs_inside_the_folder_are_kept(tmp_path: Path) -> None:
+    folder = _record(tmp_path / "rec", [{"source": "x.csv", "path": "inputs/x.csv"}])
+    assert ReplayPlanner(folder).files() == [folder.resolve() / "inputs" / "x.csv"]
+
+
+def test_an_oversized_transcript_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    with (folder / "transcript.jsonl").open("wb") as handle:
+        handle.truncate(MAX_TRANSCRIPT_BYTES + 1)  # sparse: costs no disk and is never read
+    with pytest.raises(TranscriptError, match="the limit is"):
+        ReplayPlanner(folder)
+
+
+def test_the_cli_exits_2_naming_the_transcript_entry(tmp_path: Path) -> None:
+    folder = _record(tmp_path / "rec", [{"source": "x", "path": "/etc/passwd"}])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "notebook_bcc",
+            "run",
+            str(folder),
+            "--planner",
+            "replay",
+            "--notebook",
+            str(tmp_path / "out" / "nb.ipynb"),
+            "--state-db",
+            str(tmp_path / "out" / "s.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{folder / 'transcript.jsonl'}: header files[0].path '/etc/passwd'" in done.stderr
+    assert not (tmp_path / "out" / "nb.ipynb").exists()
