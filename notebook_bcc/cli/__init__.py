@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl-C before the run installed its own handlers
+        print("interrupted", file=sys.stderr)
+        return 130
     return code
 
 

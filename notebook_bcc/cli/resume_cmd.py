@@ -70,16 +70,44 @@ def register(subparsers: Any) -> None:
 def _resume(args: argparse.Namespace) -> int:
     import asyncio
 
+    from notebook_bcc.cli.next_steps import decision_lines, next_commands
     from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
     from notebook_bcc.cli.views import choose_view
+    from notebook_bcc.engine.engine import owner_tag
+    from notebook_bcc.engine.offline import owner_alive
     from notebook_bcc.engine.options import EngineOptions
 
     store = open_existing(args.state_db)
     try:
         workflow_id = pick_workflow(store, args.workflow)
-        pending = store.load(workflow_id).run.pending
+        stored = store.load(workflow_id)
+        owner = store.owner(workflow_id)
     finally:
         store.close()
+    pending = stored.run.pending
+    if owner_alive(owner) and owner != owner_tag():
+        print(
+            f"error: workflow {workflow_id} is being run by process {owner}: wait for it to "
+            f"stop, or `notebook-bcc cancel --state-db {args.state_db}` it",
+            file=sys.stderr,
+        )
+        return 2
+    if args.restart and stored.fsm.state.value in ("workflow_completed", "cancelled"):
+        print(
+            f"error: workflow {workflow_id} is {stored.run.status}: nothing to restart; run the "
+            "same `notebook-bcc run` command again to start anew",
+            file=sys.stderr,
+        )
+        return 2
+    answering = args.approve or args.reject or args.auto_confirm
+    if pending and stored.run.status == "waiting" and not answering:
+        # nothing to do but wait: say what is pending and how to answer, start no kernel
+        for item in pending:
+            for line in decision_lines(stored, item):
+                print(line, file=sys.stderr)
+        for line in next_commands(stored, args.state_db):
+            print(line, file=sys.stderr)
+        return 3
     decision: str | None = None
     if args.approve or args.reject:
         if args.decision:
@@ -137,6 +165,7 @@ async def _drive(
     import asyncio
     import signal
 
+    from notebook_bcc.cli.run_cmd import print_next
     from notebook_bcc.engine.engine import exit_code_for
     from notebook_bcc.engine.headless import close_headless, open_stored
     from notebook_bcc.errors import NotebookBccError
@@ -175,6 +204,7 @@ async def _drive(
             loop.remove_signal_handler(sig)
         view.stop(engine, result)
         await close_headless(engine)
+    print_next(engine.snapshot, state_db)
     return result.exit_code if result is not None else exit_code_for(engine.snapshot)
 
 

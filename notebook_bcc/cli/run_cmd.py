@@ -469,8 +469,10 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
     try:
         result = await engine.run()
     except asyncio.CancelledError:
+        await mark_stopped(engine)
         view.stop(engine, None)
         await close_headless(engine)
+        print_next(engine.snapshot, run.state_db)
         return 130
     except BaseException:
         await close_headless(engine)  # e.g. the store is locked: never orphan the kernel
@@ -480,4 +482,42 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
             loop.remove_signal_handler(sig)
     view.stop(engine, result)
     await close_headless(engine)
+    print_next(engine.snapshot, run.state_db)
     return result.exit_code
+
+
+async def mark_stopped(engine: Any) -> None:
+    """A second Ctrl-C stopped the run at once: record it ``interrupted`` (D1), best effort.
+
+    The cell that was running is settled by the next ``resume`` (an in-doubt or failed
+    contract, D11); what matters here is that ``status`` and a re-run no longer see a run
+    that claims to be running.
+    """
+    from notebook_bcc.engine.routing import with_run
+    from notebook_bcc.store.sqlite import Commit
+
+    reason = "stopped at once by a second interrupt; resume settles the cell that was running"
+    try:
+        stored = await engine.store.load(engine.snapshot.workflow_id)
+        if stored.run.status in ("running", "paused"):
+            await engine.store.commit(
+                Commit(
+                    snapshot=with_run(stored, "interrupted", reason),
+                    expected_version=stored.version,
+                )
+            )
+            engine.snapshot = await engine.store.load(stored.workflow_id)
+    except Exception as exc:  # the store may be mid-write: the next resume still recovers
+        import logging
+
+        logging.getLogger(__name__).warning("notebook-bcc: could not record the stop: %s", exc)
+
+
+def print_next(snapshot: Any, state_db: Any) -> None:
+    """The commands that continue the run, on stderr (nothing when it is over)."""
+    import sys
+
+    from notebook_bcc.cli.next_steps import next_commands
+
+    for line in next_commands(snapshot, state_db):
+        print(line, file=sys.stderr)

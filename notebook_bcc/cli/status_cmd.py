@@ -53,17 +53,25 @@ def pick_workflow(store: Any, workflow_id: str | None) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from notebook_bcc.cli.next_steps import next_commands
     from notebook_bcc.cli.views import print_json, summary_lines
 
     store = open_existing(args.state_db)
     try:
         snapshot = store.load(pick_workflow(store, args.workflow))
+        others = len(store.workflow_ids()) - 1
     finally:
         store.close()
     if args.json:
         print_json(snapshot.model_dump(mode="json", by_alias=True))
         return 0
     progress = snapshot.location.progress
+    more = (
+        f" (the latest of {others + 1} in this store; --workflow ID shows another)"
+        if others and args.workflow is None
+        else ""
+    )
+    print(f"workflow: {snapshot.workflow_id}{more}")
     print(f"FSM state: {snapshot.fsm.state.value} (last event {snapshot.fsm.last_transition})")
     print(
         f"run: {snapshot.run.status}" + (f" — {snapshot.run.reason}" if snapshot.run.reason else "")
@@ -81,13 +89,8 @@ def _status(args: argparse.Namespace) -> int:
     )
     for line in summary_lines(snapshot, None)[2:]:
         print(line)
-    if snapshot.run.pending:
-        print(
-            "answer with: notebook-bcc resume --state-db",
-            args.state_db,
-            "--approve|--reject --decision ID",
-            file=sys.stderr,
-        )
+    for line in next_commands(snapshot, args.state_db):
+        print(line)
     return 0
 
 
@@ -129,8 +132,18 @@ def _cancel(args: argparse.Namespace) -> int:
             store.enqueue_command(workflow_id, {"event": "CANCEL", "expected_version": 0})
             print(f"cancel queued for {workflow_id}: process {owner} stops at its next safe point")
             return 0
+        current = store.load(workflow_id)
+        if current.run.status == "cancelled" or current.fsm.state.value == "cancelled":
+            print(f"workflow {workflow_id} is already cancelled")
+            return 0
+        if current.fsm.state.value == "workflow_completed":
+            print(f"error: workflow {workflow_id} is completed: nothing to cancel", file=sys.stderr)
+            return 2
         snapshot = cancel_now(store, workflow_id)
     finally:
         store.close()
-    print(f"workflow {workflow_id} cancelled (FSM {snapshot.fsm.state.value}); RESET to start over")
+    print(
+        f"workflow {workflow_id} cancelled (FSM {snapshot.fsm.state.value}); its record stays in "
+        "the store, and running the same `notebook-bcc run` command again starts anew"
+    )
     return 0

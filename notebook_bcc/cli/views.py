@@ -7,6 +7,8 @@ import sys
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol
 
+from notebook_bcc.cli.next_steps import decision_lines
+
 if TYPE_CHECKING:
     from notebook_bcc.engine.engine import Engine, RunResult
     from notebook_bcc.models.event import WorkflowEvent
@@ -64,7 +66,7 @@ def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[
     )
     lines.append("metrics: " + ", ".join(parts))
     for pending in snapshot.run.pending:
-        lines.append(f"pending decision {pending.id} ({pending.kind}): {pending.message}")
+        lines += decision_lines(snapshot, pending)
     lines.append(f"notebook: {snapshot.notebook_path}")
     return lines
 

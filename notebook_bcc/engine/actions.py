@@ -189,7 +189,7 @@ class ActionExecutor:
         folder = runtime.session.cwd or runtime.notebook_path.parent
         files = [portable_path(path, folder) for path in snap.files]
         return (
-            "# notebook-bcc inputs (seed 000: the user's problem and submitted files)\n"
+            "# notebook-bcc inputs: the problem to solve and the submitted files\n"
             f"user_problem = {snap.problem!r}\n"
             f"user_submit_files = {files!r}\n"
         )

@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from notebook_bcc.engine.offline import owner_alive
 from notebook_bcc.engine.routing import with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.cells import BCC_KEY
@@ -48,6 +49,13 @@ async def release_notebook(
     archived: list[str] = []
     for workflow_id in ids:
         snapshot = await store.load(workflow_id)
+        owner = await store.call(lambda s, wid=workflow_id: s.owner(wid))  # type: ignore[misc]
+        if owner_alive(owner):
+            raise UnfinishedRunError(
+                f"the notebook's run {workflow_id} is being run by process {owner} right now: "
+                f"wait for it, or stop it with `notebook-bcc cancel --state-db {state_db}`",
+                details={"workflow_id": workflow_id, "owner": owner},
+            )
         if snapshot.run.status not in FINISHED:
             if not abandon:
                 raise UnfinishedRunError(
