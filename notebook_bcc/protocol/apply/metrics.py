@@ -28,7 +28,8 @@ def compute_metrics(snapshot: WorkflowSnapshot) -> Metrics:
     """The D20 progress metrics of ``snapshot`` (acceptance and PCS carried over).
 
     - ``stage_progress``: completed steps / planned steps of the current stage.
-    - ``overall_progress``: distinct completed stages / planned stages.
+    - ``overall_progress``: distinct stages completed without failing / planned stages (a
+      stage whose only visits failed does not count as progress).
 
     A current step or stage that already has its completion status (``step_completed``,
     ``stage_completed``) counts as completed.
@@ -56,10 +57,11 @@ def compute_metrics(snapshot: WorkflowSnapshot) -> Metrics:
             required.extend(item.required_variables)
     needed = set(required)
     known = known_variables(snapshot)
-    completed_stages = {item.id for item in stages.completed}
-    if stages.current is not None and stages.current.completion_status is not None:
+    completed_stages = {item.id for item in stages.completed if item.completion_status != "failed"}
+    if stages.current is not None and stages.current.completion_status not in (None, "failed"):
         completed_stages.add(stages.current.id)
-    planned_stages = completed_stages | {item.id for item in stages.remaining}
+    planned_stages = completed_stages | {item.id for item in stages.completed}
+    planned_stages |= {item.id for item in stages.remaining}
     if stages.current is not None:
         planned_stages.add(stages.current.id)
     steps_done = len(steps.completed) + _finished(steps)
