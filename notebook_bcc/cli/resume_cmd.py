@@ -197,7 +197,9 @@ async def _drive(
                 print(f"error: {exc.message}", file=sys.stderr)
                 _list(engine.snapshot.run.pending)
                 return exit_code_for(engine.snapshot)
-        if engine.snapshot.run.status != "waiting" or not engine.snapshot.run.pending:
+        run = engine.snapshot.run
+        over = run.status in ("failed", "cancelled", "completed")  # e.g. a rejection failed it
+        if not over and (run.status != "waiting" or not run.pending):
             result = await engine.run()
     finally:
         for sig in installed:

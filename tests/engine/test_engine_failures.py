@@ -24,7 +24,10 @@ def test_d15_exhausted_iterations_fail_the_step_and_route_the_failure(
         snap = result.snapshot
         assert result.exit_code == 1
         assert snap.run.status == "failed"
-        assert snap.run.reason == "stage only failed; the workflow ended in end state 'failed'"
+        assert snap.run.reason == (
+            "stage only failed: acceptance of never failed: 1 == 2; "
+            "the workflow ended in end state 'failed'"
+        )
         assert snap.fsm.state is State.STAGE_COMPLETED, "no FAIL row there: FSM stays (D1)"
         assert snap.variables["tries"].value == 2, "max_iterations: 2"
         (stage,) = snap.location.progress.stages.completed or [
