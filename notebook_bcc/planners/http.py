@@ -67,7 +67,6 @@ from notebook_bcc.planners.base import (
     next_remaining_stage,
 )
 from notebook_bcc.protocol.action_stream import ActionStreamDecoder
-from notebook_bcc.protocol.apply.observation import build_observation
 from notebook_bcc.protocol.detect import JSON as DETECTED_JSON
 from notebook_bcc.protocol.detect import detect_kind
 from notebook_bcc.protocol.errors import PayloadTooLargeError, ProtocolError
@@ -77,6 +76,7 @@ from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.protocol.payloads import Payload, PlanningPayload, SignalsPayload
 from notebook_bcc.protocol.planning import PLANNING_KEYS
 from notebook_bcc.protocol.signals import SIGNAL_TYPES
+from notebook_bcc.workflow.observation import build_observation
 
 log = logging.getLogger(__name__)
 

@@ -49,9 +49,10 @@ from notebook_bcc.models.snapshot import (
     VariableInfo,
     WorkflowSnapshot,
 )
-from notebook_bcc.protocol.apply.context import USER_VARIABLES, unique
-from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells, last_cells
-from notebook_bcc.protocol.apply.views import (
+from notebook_bcc.protocol.planning import ContextFilter, SummarizeStrategy
+from notebook_bcc.workflow.context import USER_VARIABLES, unique
+from notebook_bcc.workflow.digest import NotebookDigest, digest_cells, last_cells
+from notebook_bcc.workflow.views import (
     bounded,
     cells_view,
     clip,
@@ -61,7 +62,6 @@ from notebook_bcc.protocol.apply.views import (
     remaining_view,
     variable_view,
 )
-from notebook_bcc.protocol.planning import ContextFilter, SummarizeStrategy
 
 __all__ = ["bounded", "clip", "item_view"]
 

@@ -19,20 +19,20 @@ from collections.abc import Sequence
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.protocol.action_base import PlannerAction
-from notebook_bcc.protocol.apply.effects import add_current
-from notebook_bcc.protocol.apply.errors import ContradictoryPayloadError
-from notebook_bcc.protocol.apply.legal import require_state
-from notebook_bcc.protocol.apply.result import (
+from notebook_bcc.protocol.json_actions import JsonAction
+from notebook_bcc.protocol.payloads import JsonActionsPayload
+from notebook_bcc.protocol.signals import SIGNAL_TYPES
+from notebook_bcc.protocol.xml_actions import ActionsPayload
+from notebook_bcc.workflow.effects import add_current
+from notebook_bcc.workflow.errors import ContradictoryPayloadError
+from notebook_bcc.workflow.legal import require_state
+from notebook_bcc.workflow.result import (
     CLIENT_OPTIONS,
     DEFAULT_OPTIONS,
     Applied,
     ApplyOptions,
     Draft,
 )
-from notebook_bcc.protocol.json_actions import JsonAction
-from notebook_bcc.protocol.payloads import JsonActionsPayload
-from notebook_bcc.protocol.signals import SIGNAL_TYPES
-from notebook_bcc.protocol.xml_actions import ActionsPayload
 
 NOTEBOOK_ACTION_TYPES = frozenset(
     {

@@ -19,26 +19,6 @@ from typing import Any
 
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import VariableInfo, WorkflowSnapshot
-from notebook_bcc.protocol.apply.context import (
-    add_gaps,
-    deprecate,
-    described_info,
-    known_variables,
-    merge_declared,
-    propagate_produced,
-    track,
-    unique,
-)
-from notebook_bcc.protocol.apply.decide import (
-    BehaviorOutcome,
-    StepOutcome,
-    conclude_behavior,
-    conclude_step,
-)
-from notebook_bcc.protocol.apply.errors import ContradictoryPayloadError
-from notebook_bcc.protocol.apply.items import names
-from notebook_bcc.protocol.apply.legal import require_state
-from notebook_bcc.protocol.apply.result import DEFAULT_OPTIONS, Applied, ApplyOptions, Draft
 from notebook_bcc.protocol.reflections import (
     ContextForNext,
     Decision,
@@ -48,6 +28,26 @@ from notebook_bcc.protocol.reflections import (
 )
 from notebook_bcc.protocol.text import clean_text
 from notebook_bcc.protocol.xml_common import VariableList
+from notebook_bcc.workflow.context import (
+    add_gaps,
+    deprecate,
+    described_info,
+    known_variables,
+    merge_declared,
+    propagate_produced,
+    track,
+    unique,
+)
+from notebook_bcc.workflow.decide import (
+    BehaviorOutcome,
+    StepOutcome,
+    conclude_behavior,
+    conclude_step,
+)
+from notebook_bcc.workflow.errors import ContradictoryPayloadError
+from notebook_bcc.workflow.items import names
+from notebook_bcc.workflow.legal import require_state
+from notebook_bcc.workflow.result import DEFAULT_OPTIONS, Applied, ApplyOptions, Draft
 
 S = State
 

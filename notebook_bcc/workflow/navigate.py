@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.protocol.apply.legal import require_state
-from notebook_bcc.protocol.apply.moves import (
+from notebook_bcc.workflow.legal import require_state
+from notebook_bcc.workflow.moves import (
     advance_stage,
     advance_step,
     complete_stage,
     complete_workflow,
 )
-from notebook_bcc.protocol.apply.result import CLIENT_OPTIONS, Applied, ApplyOptions, Draft
+from notebook_bcc.workflow.result import CLIENT_OPTIONS, Applied, ApplyOptions, Draft
 
 
 def navigate(snapshot: WorkflowSnapshot, *, options: ApplyOptions = CLIENT_OPTIONS) -> Applied:

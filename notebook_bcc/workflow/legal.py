@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from notebook_bcc.models.names import State
-from notebook_bcc.protocol.apply.errors import IllegalPayloadError
+from notebook_bcc.workflow.errors import IllegalPayloadError
 
 S = State
 

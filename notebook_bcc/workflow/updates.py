@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.models.snapshot import PendingDecision, PlanItem, WorkflowSnapshot
-from notebook_bcc.protocol.apply.errors import ContradictoryPayloadError, PendingNotFoundError
-from notebook_bcc.protocol.apply.items import Positioned
-from notebook_bcc.protocol.apply.positioning import PlanConflict, all_items, arrange, split
-from notebook_bcc.protocol.apply.result import (
+from notebook_bcc.workflow.errors import ContradictoryPayloadError, PendingNotFoundError
+from notebook_bcc.workflow.items import Positioned
+from notebook_bcc.workflow.positioning import PlanConflict, all_items, arrange, split
+from notebook_bcc.workflow.result import (
     HUMAN_OPTIONS,
     Applied,
     ApplyOptions,

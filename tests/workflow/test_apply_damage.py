@@ -16,16 +16,16 @@ from hypothesis import strategies as st
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.protocol import ProtocolError, parse_payload
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     ContradictoryPayloadError,
     apply_payload,
     apply_text,
     build_observation,
     load_state_document,
 )
-from notebook_bcc.protocol.apply.damage import DamagedPayloadError
+from notebook_bcc.workflow.damage import DamagedPayloadError
 from tests.conftest import SLOW
-from tests.protocol.test_apply_chain import fixture_bytes, snapshot_before, start_snapshot
+from tests.workflow.test_apply_chain import fixture_bytes, snapshot_before, start_snapshot
 
 AT = "2025-03-01T10:00:00Z"
 

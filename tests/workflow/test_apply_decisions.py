@@ -8,7 +8,7 @@ import pytest
 
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import VariableInfo, WorkflowSnapshot
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     Applied,
     ApplyOptions,
     ContradictoryPayloadError,
@@ -16,7 +16,7 @@ from notebook_bcc.protocol.apply import (
     complete_action,
     navigate,
 )
-from tests.protocol.test_apply_chain import Run, ids, snapshot_before
+from tests.workflow.test_apply_chain import Run, ids, snapshot_before
 
 E = Event
 AT = "2025-02-02T10:00:00Z"

@@ -9,7 +9,7 @@ import pytest
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.models.snapshot import PendingDecision, WorkflowSnapshot
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     ApplyOptions,
     ContradictoryPayloadError,
     PendingNotFoundError,
@@ -19,9 +19,9 @@ from notebook_bcc.protocol.apply import (
     pending_updates,
     reject_update,
 )
-from notebook_bcc.protocol.apply.result import Replacement
+from notebook_bcc.workflow.result import Replacement
 from tests.conftest import FIXTURES
-from tests.protocol.test_apply_chain import Run, at_state, ids, snapshot_before
+from tests.workflow.test_apply_chain import Run, at_state, ids, snapshot_before
 
 E = Event
 AT = "2025-04-04T12:00:00Z"

@@ -5,18 +5,6 @@ from __future__ import annotations
 from notebook_bcc.models.base import utc_now_iso
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.protocol.apply.actions import apply_actions
-from notebook_bcc.protocol.apply.damage import check_intact, repair_lines
-from notebook_bcc.protocol.apply.planning import apply_planning, apply_signals
-from notebook_bcc.protocol.apply.plans import apply_behavior, apply_stages, apply_steps
-from notebook_bcc.protocol.apply.reflect import apply_reflection, apply_stage_reflection
-from notebook_bcc.protocol.apply.result import (
-    DEFAULT_EFFECTS_HISTORY_CAP,
-    DEFAULT_MAX_ITERATIONS,
-    Applied,
-    ApplyOptions,
-    epoch_seconds,
-)
 from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.protocol.payloads import (
     JsonActionsPayload,
@@ -32,6 +20,18 @@ from notebook_bcc.protocol.plans import (
 )
 from notebook_bcc.protocol.reflections import ReflectionPayload, StageReflectionPayload
 from notebook_bcc.protocol.xml_actions import ActionsPayload
+from notebook_bcc.workflow.actions import apply_actions
+from notebook_bcc.workflow.damage import check_intact, repair_lines
+from notebook_bcc.workflow.planning import apply_planning, apply_signals
+from notebook_bcc.workflow.plans import apply_behavior, apply_stages, apply_steps
+from notebook_bcc.workflow.reflect import apply_reflection, apply_stage_reflection
+from notebook_bcc.workflow.result import (
+    DEFAULT_EFFECTS_HISTORY_CAP,
+    DEFAULT_MAX_ITERATIONS,
+    Applied,
+    ApplyOptions,
+    epoch_seconds,
+)
 
 
 def apply_payload(

@@ -15,7 +15,7 @@ from notebook_bcc.models.names import State
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.protocol import Payload, parse_payload
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     LEGAL_STATES,
     ApplyError,
     IllegalPayloadError,
@@ -23,9 +23,9 @@ from notebook_bcc.protocol.apply import (
     legal_states,
     navigate,
 )
-from notebook_bcc.protocol.apply.legal import PLANNING_DECISION_STATES
+from notebook_bcc.workflow.legal import PLANNING_DECISION_STATES
 from tests.conftest import FIXTURES
-from tests.protocol.test_apply_chain import CHAIN, Run, at_state, fixture_bytes, snapshot_before
+from tests.workflow.test_apply_chain import CHAIN, Run, at_state, fixture_bytes, snapshot_before
 
 PLANNING_DECISION = '{"targetAchieved": true, "transition": {"continue_behaviors": false}}'
 

@@ -15,24 +15,24 @@ from __future__ import annotations
 
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import LevelProgress, PlanItem, WorkflowSnapshot
-from notebook_bcc.protocol.apply.errors import ContradictoryPayloadError
-from notebook_bcc.protocol.apply.items import Positioned, behavior_item, positioned
-from notebook_bcc.protocol.apply.legal import RUNNING_STATES, require_state
-from notebook_bcc.protocol.apply.moves import (
-    begin_behavior,
-    start_behavior,
-    start_steps,
-    start_workflow,
-)
-from notebook_bcc.protocol.apply.positioning import PlanConflict, all_items, arrange
-from notebook_bcc.protocol.apply.result import DEFAULT_OPTIONS, Applied, ApplyOptions, Draft
-from notebook_bcc.protocol.apply.updates import Proposal, park
 from notebook_bcc.protocol.plans import (
     BehaviorPayload,
     StagesPayload,
     StepsPayload,
     WorkflowPayload,
 )
+from notebook_bcc.workflow.errors import ContradictoryPayloadError
+from notebook_bcc.workflow.items import Positioned, behavior_item, positioned
+from notebook_bcc.workflow.legal import RUNNING_STATES, require_state
+from notebook_bcc.workflow.moves import (
+    begin_behavior,
+    start_behavior,
+    start_steps,
+    start_workflow,
+)
+from notebook_bcc.workflow.positioning import PlanConflict, all_items, arrange
+from notebook_bcc.workflow.result import DEFAULT_OPTIONS, Applied, ApplyOptions, Draft
+from notebook_bcc.workflow.updates import Proposal, park
 
 
 def plan_stages(

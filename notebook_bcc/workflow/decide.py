@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Literal
 
 from notebook_bcc.models.snapshot import PlanItem
-from notebook_bcc.protocol.apply.errors import ContradictoryPayloadError
-from notebook_bcc.protocol.apply.moves import (
+from notebook_bcc.workflow.errors import ContradictoryPayloadError
+from notebook_bcc.workflow.moves import (
     Status,
     advance_step,
     close_behavior,
@@ -22,7 +22,7 @@ from notebook_bcc.protocol.apply.moves import (
     complete_step,
     next_behavior,
 )
-from notebook_bcc.protocol.apply.result import Draft
+from notebook_bcc.workflow.result import Draft
 
 BehaviorOutcome = Literal["continue", "complete", "unverified"]
 StepOutcome = Literal["next_step", "complete_stage"]

@@ -36,8 +36,8 @@ from notebook_bcc.models.snapshot import (
     VariableInfo,
     WorkflowSnapshot,
 )
-from notebook_bcc.protocol.apply.errors import StateDocumentError
-from notebook_bcc.protocol.apply.items import criteria, json_text
+from notebook_bcc.workflow.errors import StateDocumentError
+from notebook_bcc.workflow.items import criteria, json_text
 
 IMPORTED_ID = "imported"
 """``workflow_id`` and ``run_id`` given to a converted reference state unless told otherwise."""

@@ -11,10 +11,10 @@ from typing import Literal
 
 from notebook_bcc.models.names import Event
 from notebook_bcc.models.snapshot import ActionQueue, LevelProgress, Outputs, PlanItem
-from notebook_bcc.protocol.apply.context import check_required
-from notebook_bcc.protocol.apply.effects import archive_current
-from notebook_bcc.protocol.apply.positioning import start_first
-from notebook_bcc.protocol.apply.result import Draft
+from notebook_bcc.workflow.context import check_required
+from notebook_bcc.workflow.effects import archive_current
+from notebook_bcc.workflow.positioning import start_first
+from notebook_bcc.workflow.result import Draft
 
 Status = Literal["success", "failed", "unverified", "skipped"]
 

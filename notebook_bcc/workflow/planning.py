@@ -44,38 +44,6 @@ from typing import Any
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import PlanItem, WorkflowSnapshot
 from notebook_bcc.protocol.action_base import PlannerAction
-from notebook_bcc.protocol.apply.context import (
-    declared_from_json,
-    merge_declared,
-    merge_values,
-    propagate_produced,
-    track,
-    unique,
-)
-from notebook_bcc.protocol.apply.decide import conclude_behavior, conclude_step
-from notebook_bcc.protocol.apply.effects import cap_history
-from notebook_bcc.protocol.apply.errors import ApplyError, ContradictoryPayloadError
-from notebook_bcc.protocol.apply.items import (
-    Positioned,
-    criteria,
-    json_text,
-    template_stage_item,
-    template_step_item,
-)
-from notebook_bcc.protocol.apply.legal import (
-    PLANNING_DECISION_STATES,
-    PLANNING_STREAM_STATES,
-    require_state,
-)
-from notebook_bcc.protocol.apply.moves import (
-    advance_stage,
-    complete_stage,
-    complete_step,
-    complete_workflow,
-)
-from notebook_bcc.protocol.apply.plans import plan_behavior, plan_stages, plan_steps
-from notebook_bcc.protocol.apply.result import DEFAULT_OPTIONS, Applied, ApplyOptions, Draft
-from notebook_bcc.protocol.apply.updates import Proposal, park
 from notebook_bcc.protocol.payloads import PlanningPayload, SignalsPayload
 from notebook_bcc.protocol.planning import ContextUpdate, PlanningResponse
 from notebook_bcc.protocol.planning_actions import (
@@ -85,6 +53,38 @@ from notebook_bcc.protocol.planning_actions import (
     PlanStepAction,
 )
 from notebook_bcc.protocol.signals import SIGNAL_TYPES
+from notebook_bcc.workflow.context import (
+    declared_from_json,
+    merge_declared,
+    merge_values,
+    propagate_produced,
+    track,
+    unique,
+)
+from notebook_bcc.workflow.decide import conclude_behavior, conclude_step
+from notebook_bcc.workflow.effects import cap_history
+from notebook_bcc.workflow.errors import ApplyError, ContradictoryPayloadError
+from notebook_bcc.workflow.items import (
+    Positioned,
+    criteria,
+    json_text,
+    template_stage_item,
+    template_step_item,
+)
+from notebook_bcc.workflow.legal import (
+    PLANNING_DECISION_STATES,
+    PLANNING_STREAM_STATES,
+    require_state,
+)
+from notebook_bcc.workflow.moves import (
+    advance_stage,
+    complete_stage,
+    complete_step,
+    complete_workflow,
+)
+from notebook_bcc.workflow.plans import plan_behavior, plan_stages, plan_steps
+from notebook_bcc.workflow.result import DEFAULT_OPTIONS, Applied, ApplyOptions, Draft
+from notebook_bcc.workflow.updates import Proposal, park
 
 S = State
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from notebook_bcc.models.snapshot import Gap, Outputs, PlanItem, VariableInfo, WorkflowSnapshot
-from notebook_bcc.protocol.apply.effects import add_current, warn_effect
-from notebook_bcc.protocol.apply.result import Draft
+from notebook_bcc.workflow.effects import add_current, warn_effect
+from notebook_bcc.workflow.result import Draft
 
 USER_VARIABLES = ("user_problem", "user_submit_files")
 """Seed 000's user inputs, present whenever the snapshot records a problem / files."""

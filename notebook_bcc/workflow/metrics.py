@@ -8,7 +8,7 @@ current stage), independent of notebook length.
 from __future__ import annotations
 
 from notebook_bcc.models.snapshot import LevelProgress, Metrics, WorkflowSnapshot
-from notebook_bcc.protocol.apply.context import known_variables
+from notebook_bcc.workflow.context import known_variables
 
 
 def _ratio(part: int, whole: int) -> float | None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from notebook_bcc.models.snapshot import LevelProgress, Outputs, PlanItem
-from notebook_bcc.protocol.apply.items import Positioned
-from notebook_bcc.protocol.apply.result import PlanDiff, Replacement
+from notebook_bcc.workflow.items import Positioned
+from notebook_bcc.workflow.result import PlanDiff, Replacement
 
 PLAN_FIELDS = frozenset(
     {

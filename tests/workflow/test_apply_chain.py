@@ -28,7 +28,7 @@ from notebook_bcc.models.snapshot import (
     new_snapshot,
 )
 from notebook_bcc.protocol import parse_payload
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     Applied,
     ApplyOptions,
     apply_text,

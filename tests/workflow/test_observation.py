@@ -11,7 +11,8 @@ import pytest
 
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import AcceptanceResult, VariableInfo, WorkflowSnapshot
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.protocol.planning import ContextFilter
+from notebook_bcc.workflow import (
     DEFAULT_BUDGET,
     NotebookDigest,
     Observation,
@@ -19,8 +20,7 @@ from notebook_bcc.protocol.apply import (
     digest_cells,
     observation_size,
 )
-from notebook_bcc.protocol.planning import ContextFilter
-from tests.protocol.test_apply_chain import Run, snapshot_before
+from tests.workflow.test_apply_chain import Run, snapshot_before
 
 
 def _with(snapshot: WorkflowSnapshot, **update: Any) -> WorkflowSnapshot:

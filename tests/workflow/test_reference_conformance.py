@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from notebook_bcc.models.names import Event, State
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     Observation,
     apply_text,
     build_observation,

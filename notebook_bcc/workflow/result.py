@@ -19,8 +19,8 @@ from notebook_bcc.models.base import WireModel, utc_now_iso
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import LevelProgress, PendingDecision, WorkflowSnapshot
-from notebook_bcc.protocol.apply.errors import ApplyError
 from notebook_bcc.protocol.json_actions import JsonAction
+from notebook_bcc.workflow.errors import ApplyError
 
 DEFAULT_MAX_ITERATIONS = 3
 """Behavior iterations per step before D15 escalates the step to the stage reflection."""
@@ -231,7 +231,7 @@ class Draft:
 
     def finish(self) -> Applied:
         """The :class:`Applied` result, with progress metrics refreshed (D20)."""
-        from notebook_bcc.protocol.apply.metrics import refresh_metrics
+        from notebook_bcc.workflow.metrics import refresh_metrics
 
         if self.snapshot is not self.original:
             self.snapshot = follow_goals(refresh_metrics(self.snapshot))

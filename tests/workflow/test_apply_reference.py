@@ -8,13 +8,13 @@ import pytest
 
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import CurrentLocation, VariableInfo
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.workflow import (
     StateDocumentError,
     apply_text,
     build_observation,
     load_state_document,
 )
-from tests.protocol.test_apply_chain import fixture_bytes, snapshot_before
+from tests.workflow.test_apply_chain import fixture_bytes, snapshot_before
 
 AT = "2025-05-05T05:05:05Z"
 

@@ -1,4 +1,6 @@
-"""Planner payloads applied to the workflow snapshot, and the snapshot projected for planners.
+"""The workflow layer: the pure reducer — planner payloads applied to the snapshot, and the
+snapshot projected for planners.
+
 
 Pure functions, no I/O. Each apply takes the current :class:`WorkflowSnapshot` and a parsed
 payload and returns :class:`Applied` — the next snapshot with its FSM events already fired
@@ -12,44 +14,44 @@ planners receive (D21). :func:`load_state_document` reads our snapshot or a refe
 state.
 """
 
-from notebook_bcc.protocol.apply.actions import apply_actions, complete_action
-from notebook_bcc.protocol.apply.damage import DamagedPayloadError, repair_lines
-from notebook_bcc.protocol.apply.digest import NotebookDigest, digest_cells
-from notebook_bcc.protocol.apply.dispatch import apply_payload, apply_text
-from notebook_bcc.protocol.apply.errors import (
+from notebook_bcc.workflow.actions import apply_actions, complete_action
+from notebook_bcc.workflow.damage import DamagedPayloadError, repair_lines
+from notebook_bcc.workflow.digest import NotebookDigest, digest_cells
+from notebook_bcc.workflow.dispatch import apply_payload, apply_text
+from notebook_bcc.workflow.errors import (
     ApplyError,
     ContradictoryPayloadError,
     IllegalPayloadError,
     PendingNotFoundError,
     StateDocumentError,
 )
-from notebook_bcc.protocol.apply.legal import LEGAL_STATES, legal_states
-from notebook_bcc.protocol.apply.metrics import compute_metrics
-from notebook_bcc.protocol.apply.navigate import navigate
-from notebook_bcc.protocol.apply.observation import (
+from notebook_bcc.workflow.legal import LEGAL_STATES, legal_states
+from notebook_bcc.workflow.metrics import compute_metrics
+from notebook_bcc.workflow.navigate import navigate
+from notebook_bcc.workflow.observation import (
     DEFAULT_BUDGET,
     Observation,
     ObservationBudget,
     build_observation,
     observation_size,
 )
-from notebook_bcc.protocol.apply.planning import apply_planning, apply_signals
-from notebook_bcc.protocol.apply.plans import (
+from notebook_bcc.workflow.planning import apply_planning, apply_signals
+from notebook_bcc.workflow.plans import (
     apply_behavior,
     apply_stages,
     apply_steps,
     apply_workflow,
 )
-from notebook_bcc.protocol.apply.reference import load_state_document, snapshot_from_reference
-from notebook_bcc.protocol.apply.reflect import apply_reflection, apply_stage_reflection
-from notebook_bcc.protocol.apply.result import (
+from notebook_bcc.workflow.reference import load_state_document, snapshot_from_reference
+from notebook_bcc.workflow.reflect import apply_reflection, apply_stage_reflection
+from notebook_bcc.workflow.result import (
     DEFAULT_EFFECTS_HISTORY_CAP,
     DEFAULT_MAX_ITERATIONS,
     Applied,
     ApplyOptions,
     PlanDiff,
 )
-from notebook_bcc.protocol.apply.updates import approve_update, pending_updates, reject_update
+from notebook_bcc.workflow.updates import approve_update, pending_updates, reject_update
 
 __all__ = [
     "DEFAULT_BUDGET",

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from notebook_bcc.models.names import State
-from notebook_bcc.protocol.apply.errors import ApplyError
 from notebook_bcc.protocol.xml_tree import RepairNote
+from notebook_bcc.workflow.errors import ApplyError
 
 _END_KINDS = ("closed_at_end", "dropped_partial_tag")
 
