@@ -39,7 +39,7 @@ SCHEMA_MODELS: dict[str, str] = {
     "control_signal": "notebook_bcc.protocol.signals:ControlSignalModel",
     "behavior_feedback": "notebook_bcc.protocol.signals:BehaviorFeedback",
     # apply layer (issue 4): the observation planners receive, and an apply's outcome
-    "observation": "notebook_bcc.workflow.observation:Observation",
+    "observation": "notebook_bcc.workflow.observation_models:Observation",
     "applied": "notebook_bcc.workflow.result:Applied",
     # server extension (issue 8): REST request bodies and answers, the stream's snapshot message
     "create_workflow_request": "notebook_bcc.server.models:CreateWorkflowRequest",

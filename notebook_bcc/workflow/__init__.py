@@ -30,11 +30,11 @@ from notebook_bcc.workflow.metrics import compute_metrics
 from notebook_bcc.workflow.navigate import navigate
 from notebook_bcc.workflow.observation import (
     DEFAULT_BUDGET,
-    Observation,
     ObservationBudget,
     build_observation,
     observation_size,
 )
+from notebook_bcc.workflow.observation_models import Observation
 from notebook_bcc.workflow.planning import apply_planning, apply_signals
 from notebook_bcc.workflow.plans import (
     apply_behavior,
