@@ -81,7 +81,12 @@ def owner(dotted: str) -> str | None:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def imported_names(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
+def imported_names(
+    node: ast.Import | ast.ImportFrom,
+    module: str,
+    is_package: bool,
+    package_dir: Path = PACKAGE_DIR,
+) -> list[str]:
     """The absolute module names an import statement reaches (relative ones resolved)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
@@ -97,7 +102,7 @@ def imported_names(node: ast.Import | ast.ImportFrom, module: str, is_package: b
         # ``from notebook_bcc import x``: x may be a submodule or a name of the root package.
         return [
             f"{PACKAGE}.{alias.name}"
-            if (PACKAGE_DIR / alias.name).is_dir() or (PACKAGE_DIR / f"{alias.name}.py").exists()
+            if (package_dir / alias.name).is_dir() or (package_dir / f"{alias.name}.py").exists()
             else PACKAGE
             for alias in node.names
         ]
@@ -131,7 +136,7 @@ def violations(package_dir: Path = PACKAGE_DIR) -> list[Violation]:
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            for name in imported_names(node, module, path.name == "__init__.py"):
+            for name in imported_names(node, module, path.name == "__init__.py", package_dir):
                 target = owner(name)
                 if target is None:
                     continue
