@@ -39,8 +39,8 @@ SCHEMA_MODELS: dict[str, str] = {
     "control_signal": "notebook_bcc.protocol.signals:ControlSignalModel",
     "behavior_feedback": "notebook_bcc.protocol.signals:BehaviorFeedback",
     # apply layer (issue 4): the observation planners receive, and an apply's outcome
-    "observation": "notebook_bcc.protocol.apply.observation:Observation",
-    "applied": "notebook_bcc.protocol.apply.result:Applied",
+    "observation": "notebook_bcc.workflow.observation_models:Observation",
+    "applied": "notebook_bcc.workflow.result:Applied",
     # server extension (issue 8): REST request bodies and answers, the stream's snapshot message
     "create_workflow_request": "notebook_bcc.server.models:CreateWorkflowRequest",
     "workflow_list": "notebook_bcc.server.models:WorkflowList",

@@ -95,7 +95,7 @@ def _read_json(path: str) -> Any:
 
 
 def _load_state(path: str) -> Any:
-    from notebook_bcc.protocol.apply import StateDocumentError, load_state_document
+    from notebook_bcc.workflow import StateDocumentError, load_state_document
 
     document = _read_json(path)
     try:
@@ -108,7 +108,7 @@ def _apply(args: argparse.Namespace) -> int:
     import json
 
     from notebook_bcc.protocol import ProtocolError
-    from notebook_bcc.protocol.apply import ApplyError, apply_text
+    from notebook_bcc.workflow import ApplyError, apply_text
 
     try:
         snapshot = _load_state(args.state)
@@ -143,8 +143,8 @@ def _observe(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from notebook_bcc.protocol.apply import DEFAULT_BUDGET, build_observation
     from notebook_bcc.protocol.planning import ContextFilter
+    from notebook_bcc.workflow import DEFAULT_BUDGET, build_observation
 
     try:
         snapshot = _load_state(args.state)
@@ -178,7 +178,7 @@ def _observe(args: argparse.Namespace) -> int:
         cells=cells,
         state_case=args.case,
     )
-    from notebook_bcc.protocol.apply.views import trim_notes
+    from notebook_bcc.workflow.views import trim_notes
 
     for note in trim_notes(observation):
         print(f"trimmed: {note}", file=sys.stderr)

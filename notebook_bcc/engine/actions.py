@@ -42,10 +42,10 @@ from notebook_bcc.protocol.action_models import (
     NewSectionAction,
     NewStepAction,
 )
-from notebook_bcc.protocol.apply import Applied, complete_action, navigate
 from notebook_bcc.protocol.errors import ProtocolError
 from notebook_bcc.protocol.json_actions import parse_action
 from notebook_bcc.store.sqlite import CellRow, EventDraft
+from notebook_bcc.workflow import Applied, complete_action, navigate
 
 if TYPE_CHECKING:
     from notebook_bcc.engine.engine import Engine

@@ -70,7 +70,10 @@ from notebook_bcc.planners.base import (
     PlannerRequest,
     StageRoute,
 )
-from notebook_bcc.protocol.apply import (
+from notebook_bcc.protocol.errors import ProtocolError
+from notebook_bcc.store.errors import VersionConflictError
+from notebook_bcc.store.sqlite import AsyncStore, CellRow, Commit, EventDraft, SqliteStore
+from notebook_bcc.workflow import (
     Applied,
     ApplyError,
     ApplyOptions,
@@ -80,12 +83,9 @@ from notebook_bcc.protocol.apply import (
     navigate,
     reject_update,
 )
-from notebook_bcc.protocol.apply.context import propagate_produced
-from notebook_bcc.protocol.apply.effects import add_current, archive_current
-from notebook_bcc.protocol.apply.result import HUMAN_OPTIONS, Draft
-from notebook_bcc.protocol.errors import ProtocolError
-from notebook_bcc.store.errors import VersionConflictError
-from notebook_bcc.store.sqlite import AsyncStore, CellRow, Commit, EventDraft, SqliteStore
+from notebook_bcc.workflow.context import propagate_produced
+from notebook_bcc.workflow.effects import add_current, archive_current
+from notebook_bcc.workflow.result import HUMAN_OPTIONS, Draft
 
 Listener = Callable[[WorkflowEvent], None]
 

@@ -12,8 +12,8 @@ import socket
 from notebook_bcc.engine.routing import fire_event, with_run
 from notebook_bcc.models.names import Event
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.protocol.apply.result import HUMAN_OPTIONS
 from notebook_bcc.store.sqlite import Commit, EventDraft, SqliteStore
+from notebook_bcc.workflow.result import HUMAN_OPTIONS
 
 
 def owner_alive(owner: str | None) -> bool:

@@ -26,8 +26,8 @@ from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.names import Event
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import ActionQueue, PendingDecision, WorkflowSnapshot
-from notebook_bcc.protocol.apply.effects import add_current
 from notebook_bcc.store.sqlite import CellRow, EventDraft
+from notebook_bcc.workflow.effects import add_current
 
 if TYPE_CHECKING:
     from notebook_bcc.engine.engine import Engine

@@ -20,8 +20,8 @@ from notebook_bcc.models.snapshot import (
     RunStatus,
     WorkflowSnapshot,
 )
-from notebook_bcc.protocol.apply.moves import advance_stage, complete_step, complete_workflow
-from notebook_bcc.protocol.apply.result import Applied, ApplyOptions, Draft
+from notebook_bcc.workflow.moves import advance_stage, complete_step, complete_workflow
+from notebook_bcc.workflow.result import Applied, ApplyOptions, Draft
 
 
 def _fresh(item: PlanItem, visits: int) -> PlanItem:

@@ -18,8 +18,8 @@ from notebook_bcc.kernel.results import CellRecord
 from notebook_bcc.kernel.runner import ActionRunner
 from notebook_bcc.kernel.session import KernelSession
 from notebook_bcc.kernel.writer import NotebookWriter
-from notebook_bcc.protocol.apply.digest import NotebookDigest
 from notebook_bcc.store.sqlite import CellRow
+from notebook_bcc.workflow.digest import NotebookDigest
 
 
 class CollectingSink:

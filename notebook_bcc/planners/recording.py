@@ -41,7 +41,7 @@ from notebook_bcc.planners.transcript import (
     route_json,
     where,
 )
-from notebook_bcc.protocol.apply.damage import repair_lines
+from notebook_bcc.workflow.damage import repair_lines
 
 ERROR_DETAIL_CHARS = 20_000
 """Longest string kept in an error line's details (bodies of refused responses)."""

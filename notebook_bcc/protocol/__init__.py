@@ -72,34 +72,3 @@ __all__ = [
     "parse_payload",
     "to_json_actions",
 ]
-
-# The apply layer (payloads applied to the snapshot, the observation) is public API here too.
-from notebook_bcc.protocol.apply import (
-    Applied,
-    ApplyError,
-    ApplyOptions,
-    apply_payload,
-    apply_text,
-    approve_update,
-    build_observation,
-    complete_action,
-    load_state_document,
-    navigate,
-    reject_update,
-    snapshot_from_reference,
-)
-
-__all__ += [
-    "Applied",
-    "ApplyError",
-    "ApplyOptions",
-    "apply_payload",
-    "apply_text",
-    "approve_update",
-    "build_observation",
-    "complete_action",
-    "load_state_document",
-    "navigate",
-    "reject_update",
-    "snapshot_from_reference",
-]

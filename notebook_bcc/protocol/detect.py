@@ -8,8 +8,8 @@ from notebook_bcc.protocol.errors import DoctypeRefusedError, ProtocolError
 from notebook_bcc.protocol.json_text import JsonText, strip_fence
 from notebook_bcc.protocol.planning import PLANNING_KEYS
 from notebook_bcc.protocol.text import line_of
+from notebook_bcc.protocol.xml_lexical import DECLARATION_RE
 from notebook_bcc.protocol.xml_parse import find_root
-from notebook_bcc.protocol.xml_repair import DECLARATION_RE
 
 JSON = "json"
 """What :func:`detect_kind` returns for JSON text, before :func:`is_planning_response`."""

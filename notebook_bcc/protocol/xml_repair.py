@@ -18,11 +18,11 @@ the root's start tag and knows the root's element names (:mod:`xml_vocab`):
 
 No newline is added or removed before the end of input, so the repaired text's line ``n`` is
 line ``n`` of the region starting at the root in the original. Words are never changed.
+The lexical rules (names, entities, escaping) live in :mod:`xml_lexical`.
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -30,104 +30,24 @@ from typing import NamedTuple
 from notebook_bcc.protocol.errors import DoctypeRefusedError, PayloadTooLargeError, ProtocolError
 from notebook_bcc.protocol.limits import MAX_DEPTH, MAX_REPAIR_NOTES
 from notebook_bcc.protocol.text import LineIndex
+from notebook_bcc.protocol.xml_lexical import (
+    ATTR_NAME_RE,
+    DECLARATION_RE,
+    END_TAG_RE,
+    MARKUP_IN_VALUE_RE,
+    NAME_RE,
+    PARTIAL_END_RE,
+    PI_RE,
+    SPECIAL_RE,
+    UNQUOTED_RE,
+    XML_NAME_RE,
+    entity_at,
+    escape_attr_value,
+    escape_raw_text,
+    skip_ws,
+)
 from notebook_bcc.protocol.xml_tree import RepairKind, RepairNote
 from notebook_bcc.protocol.xml_vocab import RAW_TEXT_ELEMENTS, TEXT_ONLY_ELEMENTS, VOCABULARY
-
-_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
-_NAME_RE = re.compile(_NAME)
-_XML_NAME_RE = re.compile(_NAME + r"\Z")
-_WS_RE = re.compile(r"[ \t\n]*")
-_ATTR_NAME_RE = re.compile(r"[^ \t\n=/>\"'<&`]+")
-_UNQUOTED_RE = re.compile(r"[^ \t\n>\"'`=<]+")
-_SPECIAL_RE = re.compile(r"[<&>]")
-_END_TAG_RE = re.compile(r"</(" + _NAME + r")[ \t\n]*>")
-_PARTIAL_END_RE = re.compile(r"</[A-Za-z0-9_.\-]*[ \t\n]*\Z")
-_PI_RE = re.compile(r"<\?(" + _NAME + r")(?:[ \t\n][\s\S]*?)?\?>")
-_CDATA_RE = re.compile(r"<!\[CDATA\[[\s\S]*?\]\]>")
-_MARKUP_IN_VALUE_RE = re.compile(r"</[A-Za-z_]|\n[ \t]*<[A-Za-z_]")
-"""An end tag, or a start tag opening a line, inside an attribute value: the quote ran on."""
-_ENTITY_RE = re.compile(r"&(?:lt|gt|amp|quot|apos|#([0-9]{1,7})|#x([0-9A-Fa-f]{1,6}));")
-
-DECLARATION_RE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
-"""A document type or entity declaration: what XXE and billion-laughs payloads need."""
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    match = _WS_RE.match(text, pos)
-    return match.end() if match else pos
-
-
-def _is_xml_char(code: int) -> bool:
-    return (
-        code in (0x9, 0xA, 0xD)
-        or 0x20 <= code <= 0xD7FF
-        or 0xE000 <= code <= 0xFFFD
-        or 0x10000 <= code <= 0x10FFFF
-    )
-
-
-def _entity_at(text: str, pos: int) -> re.Match[str] | None:
-    """The valid entity or character reference starting at ``pos``, if any."""
-    match = _ENTITY_RE.match(text, pos)
-    if match is None:
-        return None
-    decimal, hexadecimal = match.group(1), match.group(2)
-    if decimal is not None and not _is_xml_char(int(decimal)):
-        return None
-    if hexadecimal is not None and not _is_xml_char(int(hexadecimal, 16)):
-        return None
-    return match
-
-
-def _has_stray_amp(text: str) -> bool:
-    pos = text.find("&")
-    while pos >= 0:
-        if _entity_at(text, pos) is None:
-            return True
-        pos = text.find("&", pos + 1)
-    return False
-
-
-def escape_raw_text(content: str) -> tuple[str, bool]:
-    """XML for the content of a raw-text element, and whether it was taken literally.
-
-    CDATA sections are kept. If the rest holds a bare ``<`` or a stray ``&``, all of it is
-    literal text (every ``&``, ``<``, ``>`` escaped); otherwise it already is XML text.
-    """
-    segments: list[tuple[str, bool]] = []
-    pos = 0
-    for match in _CDATA_RE.finditer(content):
-        segments.append((content[pos : match.start()], False))
-        segments.append((match.group(), True))
-        pos = match.end()
-    segments.append((content[pos:], False))
-    literal = any(("<" in seg or _has_stray_amp(seg)) for seg, is_cdata in segments if not is_cdata)
-    out: list[str] = []
-    for seg, is_cdata in segments:
-        if is_cdata:
-            out.append(seg)
-        elif literal:
-            out.append(seg.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-        else:
-            out.append(seg.replace(">", "&gt;"))
-    return "".join(out), literal
-
-
-def _escape_attr_value(value: str) -> tuple[str, bool]:
-    out: list[str] = []
-    changed = False
-    for i, char in enumerate(value):
-        if char == "<":
-            out.append("&lt;")
-            changed = True
-        elif char == "&" and _entity_at(value, i) is None:
-            out.append("&amp;")
-            changed = True
-        elif char == '"':
-            out.append("&quot;")
-        else:
-            out.append(char)
-    return "".join(out), changed
 
 
 @dataclass
@@ -216,7 +136,7 @@ class _Repairer:
         """
         if self._closes is None:
             self._closes = {}
-            for match in _END_TAG_RE.finditer(self.text, self.start):
+            for match in END_TAG_RE.finditer(self.text, self.start):
                 self._closes.setdefault(match.group(1), []).extend((match.start(), match.end()))
         positions = self._closes.get(name)
         if not positions:
@@ -236,7 +156,7 @@ class _Repairer:
             if self.stack and self.stack[-1].raw:
                 self.raw_content()
                 continue
-            match = _SPECIAL_RE.search(text, self.pos)
+            match = SPECIAL_RE.search(text, self.pos)
             stop = match.start() if match else self.size
             if stop > self.pos:
                 self.out.append(text[self.pos : stop])
@@ -255,7 +175,7 @@ class _Repairer:
 
     def ampersand(self) -> None:
         """An ``&`` in mixed content: keep a valid entity, escape anything else."""
-        entity = _entity_at(self.text, self.pos)
+        entity = entity_at(self.text, self.pos)
         if entity is not None:
             self.out.append(entity.group())
             self.pos = entity.end()
@@ -293,7 +213,7 @@ class _Repairer:
                 element="!DOCTYPE",
             )
         elif text.startswith("<?", pos):
-            match = _PI_RE.match(text, pos)
+            match = PI_RE.match(text, pos)
             if match is None or match.group(1).lower() == "xml":
                 self.stray()
                 return
@@ -308,9 +228,9 @@ class _Repairer:
 
     def end_tag(self) -> None:
         """``</name>``: close it (and what it left open), or keep it as text if never opened."""
-        match = _END_TAG_RE.match(self.text, self.pos)
+        match = END_TAG_RE.match(self.text, self.pos)
         if match is None:
-            if _PARTIAL_END_RE.match(self.text, self.pos):
+            if PARTIAL_END_RE.match(self.text, self.pos):
                 self.note("dropped_partial_tag", self.pos, self.current(), "end tag cut short")
                 self.truncated = True
                 self.pos = self.size
@@ -429,7 +349,7 @@ class _Repairer:
     def scan_tag(self, pos: int) -> _Tag | _Partial | None:
         """Read a start tag at ``pos`` leniently; None if it is no tag, partial at end of input."""
         text, size = self.text, self.size
-        name_match = _NAME_RE.match(text, pos + 1)
+        name_match = NAME_RE.match(text, pos + 1)
         if name_match is None:
             return _PARTIAL if pos + 1 >= size else None
         name = name_match.group()
@@ -439,7 +359,7 @@ class _Repairer:
         strict = True
         i = name_match.end()
         while True:
-            ws_end = _skip_ws(text, i)
+            ws_end = skip_ws(text, i)
             ws = text[i:ws_end]
             i = ws_end
             if i >= size:
@@ -460,18 +380,18 @@ class _Repairer:
                     return None
                 ws = " "
                 strict = False
-            attr_match = _ATTR_NAME_RE.match(text, i)
+            attr_match = ATTR_NAME_RE.match(text, i)
             if attr_match is None:
                 return None
             attr = attr_match.group()
             j = attr_match.end()
             if j >= size:
                 return _PARTIAL
-            if not _XML_NAME_RE.match(attr):
+            if not XML_NAME_RE.match(attr):
                 return None
-            eq = _skip_ws(text, j)
+            eq = skip_ws(text, j)
             if eq < size and text[eq] == "=":
-                value_start = _skip_ws(text, eq + 1)
+                value_start = skip_ws(text, eq + 1)
                 if value_start >= size:
                     return _PARTIAL
                 between = text[j:value_start]
@@ -484,11 +404,11 @@ class _Repairer:
                             raise self.runaway_quote(name, attr, value_start)
                         return _PARTIAL
                     value = text[value_start + 1 : close]
-                    if known and _MARKUP_IN_VALUE_RE.search(value):
+                    if known and MARKUP_IN_VALUE_RE.search(value):
                         raise self.runaway_quote(name, attr, value_start)
                     i = close + 1
                 else:
-                    unquoted = _UNQUOTED_RE.match(text, value_start)
+                    unquoted = UNQUOTED_RE.match(text, value_start)
                     if unquoted is None:
                         return None
                     value = unquoted.group()
@@ -505,7 +425,7 @@ class _Repairer:
                     parts.append(ws)
                     continue
                 seen.add(attr)
-                escaped, changed = _escape_attr_value(value)
+                escaped, changed = escape_attr_value(value)
                 if changed:
                     notes.append(("attribute_value", f"'<' or '&' in {attr} escaped"))
                 parts.append(f'{ws}{attr}{between}"{escaped}"')
@@ -535,7 +455,7 @@ class _Repairer:
         if limit < 0:
             content = self.text[start:]
             cut = content.rfind("</")
-            if cut >= 0 and _PARTIAL_END_RE.fullmatch(content, cut):
+            if cut >= 0 and PARTIAL_END_RE.fullmatch(content, cut):
                 tail = content[cut:].rstrip()
                 if any(f"</{entry.name}>".startswith(tail) for entry in self.stack):
                     self.note("dropped_partial_tag", start + cut, top.name, "end tag cut short")

@@ -9,8 +9,8 @@ import pytest
 
 from notebook_bcc.cli import main
 from notebook_bcc.models.snapshot import new_snapshot
-from tests.protocol.test_apply_chain import fixture_path, snapshot_before
-from tests.protocol.test_apply_reference import STAGE_RUNNING
+from tests.workflow.test_apply_chain import fixture_path, snapshot_before
+from tests.workflow.test_apply_reference import STAGE_RUNNING
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -18,7 +18,7 @@ from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.rules import HopAllowed, HopCapExceeded
 from notebook_bcc.models import Event, PlanItem, State, WorkflowSnapshot, new_snapshot
 from notebook_bcc.models.snapshot import LevelProgress, Location, Progress
-from notebook_bcc.protocol.apply.result import ApplyOptions
+from notebook_bcc.workflow.result import ApplyOptions
 
 OPTIONS = ApplyOptions(actor="client", at="2026-01-01T00:00:00Z")
 

@@ -16,8 +16,8 @@ from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import CurrentLocation, WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner, PlannerRequest
 from notebook_bcc.planners.http import HttpPlanner, HttpPlannerSettings
-from notebook_bcc.protocol.apply import build_observation
 from notebook_bcc.store.sqlite import SqliteStore
+from notebook_bcc.workflow import build_observation
 from tests.planners.dslc_server import DSLC, ScriptedServer
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from notebook_bcc.models.snapshot import (
 from notebook_bcc.planners.base import PlannerRequest
 from notebook_bcc.planners.llm import LlmPlanner, LlmSettings
 from notebook_bcc.planners.llm.agents import BY_ID
-from notebook_bcc.protocol.apply import build_observation
+from notebook_bcc.workflow import build_observation
 from tests.conftest import FIXTURES
 
 LLM = FIXTURES / "llm"

@@ -113,7 +113,7 @@ def test_malformed_stream_chunks_are_typed_errors_naming_where(data: str, messag
 
 
 def test_an_error_event_mid_stream_is_retryable_not_a_bad_answer() -> None:
-    from notebook_bcc.planners.http import RetryableAttempt
+    from notebook_bcc.planners.http_transport import RetryableAttempt
 
     with pytest.raises(RetryableAttempt, match="mid-stream: overloaded"):
         StreamAssembler().feed(SseEvent('{"error": {"message": "overloaded"}}'))

@@ -11,7 +11,7 @@ from notebook_bcc.planners.base import PlannerReply, PlannerRequest
 from notebook_bcc.planners.recording import RecordingPlanner
 from notebook_bcc.planners.transcript import read_transcript
 from notebook_bcc.protocol import parse_payload
-from notebook_bcc.protocol.apply import build_observation
+from notebook_bcc.workflow import build_observation
 
 BODY = (
     "<stages>\n"

@@ -7,10 +7,10 @@ the final chunk that ``stream_options.include_usage`` asks for. A plain answer i
 document (``choices[0].message.content``, ``usage``). The answer's Content-Type decides how it
 is read, so a server that ignores ``stream`` still works.
 
-Failures reuse the DSLC HTTP planner's policy (:func:`~notebook_bcc.planners.http.backoff_delay`,
-:func:`~notebook_bcc.planners.http.parse_retry_after`): connection errors, timeouts, a stream
-cut short, an error reported mid-stream, 408, 429 and 5xx are retried with exponential backoff
-and jitter (``Retry-After`` honoured up to ``retry_after_cap``); any other status is refused at
+Failures reuse the DSLC HTTP planner's policy (:mod:`notebook_bcc.planners.http_transport`:
+:func:`backoff_delay`, :func:`parse_retry_after`): connection errors, timeouts, a stream cut
+short, an error reported mid-stream, 408, 429 and 5xx are retried with exponential backoff and
+jitter (``Retry-After`` honoured up to ``retry_after_cap``); any other status is refused at
 once; an answer that is not the chat-completions shape is a :class:`LlmResponseError` naming
 the SSE event or JSON pointer. The API key is read from the environment for each call and
 never kept: error messages built from a server's answer are redacted with it.
@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from notebook_bcc.planners.http import (
+from notebook_bcc.planners.http_transport import (
     LoopClient,
     RetryableAttempt,
     backoff_delay,

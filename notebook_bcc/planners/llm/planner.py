@@ -5,7 +5,7 @@ rendered with the request's observation (D21, already filtered and budgeted by t
 layer, with the engine's notebook digest) and sent to an OpenAI-compatible chat API
 (:mod:`.client`). The reply's XML is read by the protocol layer (prose and code fences
 around the root are dropped there) and tried on the request's snapshot (a dry run of
-:func:`~notebook_bcc.protocol.apply.apply_payload`, pure), so a reply that does not parse or
+:func:`~notebook_bcc.workflow.apply_payload`, pure), so a reply that does not parse or
 does not fit the state (a ``<behavior>`` for another step, a next step when none remains) is
 sent back with the error, as a user message, up to ``max_parse_retries`` times; after that
 the run fails (D1: :class:`LlmReplyError`, FSM unchanged, ``resume`` asks again).
@@ -60,13 +60,13 @@ from notebook_bcc.planners.llm.prompts import (
 )
 from notebook_bcc.planners.llm.settings import LlmSettings
 from notebook_bcc.protocol.action_models import CommunicationAction
-from notebook_bcc.protocol.apply import ApplyError, apply_payload
 from notebook_bcc.protocol.errors import ProtocolError
 from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.protocol.payloads import JsonActionsPayload, Payload
 from notebook_bcc.protocol.text import line_of
 from notebook_bcc.protocol.xml_actions import ActionsPayload
 from notebook_bcc.protocol.xml_parse import find_root
+from notebook_bcc.workflow import ApplyError, apply_payload
 
 log = logging.getLogger(__name__)
 

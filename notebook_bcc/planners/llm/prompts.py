@@ -32,7 +32,7 @@ from notebook_bcc.planners.base import PlannerRequest
 from notebook_bcc.planners.llm.agents import AGENT_IDS, BY_ID, agent_line
 from notebook_bcc.planners.llm.client import ChatMessage
 from notebook_bcc.planners.llm.errors import TemplateError
-from notebook_bcc.protocol.apply.observation import MORE_KEY, build_observation
+from notebook_bcc.workflow.observation import MORE_KEY, build_observation
 
 FEEDBACK = "feedback"
 """The template of the message that sends an unusable reply's error back."""
