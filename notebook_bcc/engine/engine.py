@@ -25,6 +25,7 @@ from time import monotonic
 from typing import Any, Literal
 
 from notebook_bcc.engine.actions import ActionExecutor
+from notebook_bcc.engine.decisions import DecisionGoneError
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.recovery import Recovery
 from notebook_bcc.engine.routing import (
@@ -934,6 +935,12 @@ class Engine:
                 )
             if command.action == "pause":
                 await self.commit(with_run(self.snapshot, "paused", "paused by a human"))
+            elif self.snapshot.run.pending:
+                # Decisions still wait: ``run`` goes back to waiting on them, never past them
+                # (the loop would otherwise ask the same question again, a second decision).
+                if self.snapshot.run.status != "waiting":
+                    first = self.snapshot.run.pending[0]
+                    await self.commit(with_run(self.snapshot, "waiting", first.message))
             elif self.snapshot.run.status in ("paused", "interrupted", "failed"):
                 await self.commit(with_run(self.snapshot, "running"))
         else:
@@ -976,8 +983,7 @@ class Engine:
         """Answer a pending decision (D2) the way D3 says for its kind."""
         pending = next((p for p in self.snapshot.run.pending if p.id == decision_id), None)
         if pending is None:
-            known = ", ".join(p.id for p in self.snapshot.run.pending) or "none"
-            raise NotebookBccError(f"no pending decision {decision_id!r} (pending: {known})")
+            raise DecisionGoneError(decision_id, self.snapshot)
         if pending.kind in UPDATE_EVENTS:
             await self._decide_update(pending, decision, actor)
         elif pending.kind == "stage_confirmation":
