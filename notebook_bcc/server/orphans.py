@@ -81,6 +81,19 @@ def _kill(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _by_connection_file(record: KernelRecord) -> int | None:
+    """The live process started with the recorded connection file (a kernel restarted under
+    the same id keeps its connection file but gets a new pid)."""
+    if not record.connection_file:
+        return None
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            pid = int(entry.name)
+            if _is_kernel(pid, record) and _alive(pid):
+                return pid
+    return None
+
+
 async def end_orphan(record: KernelRecord | None, *, live_kernel_ids: set[str]) -> OrphanOutcome:
     """End the kernel ``record`` names if a dead server left it running (module docstring)."""
     if record is None:
@@ -91,6 +104,8 @@ async def end_orphan(record: KernelRecord | None, *, live_kernel_ids: set[str]) 
         return OrphanOutcome("none", f"kernel {record.kernel_id} ran on host {record.host}")
     outcome = OrphanOutcome("gone", f"kernel {record.kernel_id} had ended")
     pid = record.pid
+    if pid is None or not (_alive(pid) and _is_kernel(pid, record)):
+        pid = _by_connection_file(record)
     if pid is not None and _alive(pid) and _is_kernel(pid, record):
         _kill(pid)
         deadline = monotonic() + GONE_TIMEOUT
