@@ -596,11 +596,6 @@ class ActionExecutor:
         contract = self._open_contract(pending)
         if contract is None:
             raise NotebookBccError(f"in-doubt contract of {pending.id} is no longer open")
-        rebuild = next((p for p in engine.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
-        if rebuild is not None:
-            # D11 (revised): whatever the answer, nothing runs next on a kernel that lost the
-            # earlier state; the in-doubt question stays pending until this commit's end
-            await engine.recovery.answer_rebuild(rebuild, "approve", actor)
         snap = with_run(drop_pending(engine.snapshot, pending.id), "running")
         event = _decision(pending, decision, actor=actor)
         if decision == "reject":

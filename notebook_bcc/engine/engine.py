@@ -984,6 +984,12 @@ class Engine:
         pending = next((p for p in self.snapshot.run.pending if p.id == decision_id), None)
         if pending is None:
             raise DecisionGoneError(decision_id, self.snapshot)
+        rebuild = next((p for p in self.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
+        if rebuild is not None and pending is not rebuild:
+            # D11 (revised): a human answering another decision in a new process never asked
+            # for an empty kernel: the state is rebuilt first, so nothing the answer lets run
+            # (an approved irreversible action above all) runs without the earlier cells' state
+            await self.recovery.answer_rebuild(rebuild, "approve", actor)
         if pending.kind in UPDATE_EVENTS:
             await self._decide_update(pending, decision, actor)
         elif pending.kind == "stage_confirmation":
