@@ -131,7 +131,7 @@ class Place:
         # only this extension: Lab, LSP and terminals cost seconds at every server start
         config = self.home / "config"
         config.mkdir(parents=True, exist_ok=True)
-        off = {name: False for name in ("jupyterlab", "jupyter_lsp", "notebook_shim")}
+        off = dict.fromkeys(("jupyterlab", "jupyter_lsp", "notebook_shim"), False)
         extensions = {"ServerApp": {"jpserver_extensions": {**off, "notebook_bcc": True}}}
         (config / "jupyter_server_config.json").write_text(json.dumps(extensions))
 
@@ -340,4 +340,96 @@ def test_a_workflow_that_auto_confirms_keeps_doing_so_on_a_server_whose_default_
     approvals = [r for r in trace["trace"] if r["actor"] == "auto-confirm"]
     assert approvals, "the stage confirmation was auto-approved after the restart"
     assert place.exports() == ["exported 2"]
+    assert _kernel_processes(place.home / "runtime") == []
+
+
+HTTP_EXPECTED = [
+    "## Load the data",
+    "We read the submitted CSV.",
+    "import csv\nwith open(user_submit_files[0]) as handle:\n"
+    "    rows = list(csv.DictReader(handle))\nprint(len(rows))",
+    "mean_price = sum(float(r['price']) for r in rows) / len(rows)\nprint(round(mean_price, 2))",
+    "The mean price is printed above.",
+]
+"""The cells the scripted DSLC workflow writes after the inputs cell (an uninterrupted run's,
+as tests/planners/test_http_engine.py asserts them headless)."""
+
+PLANNER_CALLS = [3, 4] if SLOW else [4]
+"""Which planner request (0-based) the first server dies in: 3 plans the behavior, 4 generates
+its actions (the first answer that writes cells)."""
+
+
+class HeldDslc:
+    """The scripted DSLC workflow, holding request ``held`` unanswered (a planner call in
+    flight when the server dies); the same request asked again later is answered."""
+
+    def __init__(self, held: int) -> None:
+        from tests.planners.dslc_server import DslcResponder
+
+        self.held = held
+        self.responder = DslcResponder()
+        self.count = 0
+
+    def __call__(self, received: Any) -> Any:
+        from tests.planners.dslc_server import Scripted
+
+        index = self.count
+        self.count += 1
+        answer = self.responder(received)
+        if index == self.held:
+            return Scripted(chunks=answer.chunks, content_type=answer.content_type, hang=60)
+        return answer
+
+
+@pytest.mark.parametrize("held", PLANNER_CALLS)
+def test_server_killed_mid_planner_call_resumes_with_the_same_notebook(
+    held: int, tmp_path: Path
+) -> None:
+    from tests.planners.dslc_server import DSLC, ScriptedServer
+
+    place = Place(tmp_path)
+    shutil.copy(DSLC / "prices.csv", place.work / "prices.csv")
+    options = {"auto_confirm": False, "cell_timeout": 60.0}
+    responder = HeldDslc(held)
+    with ScriptedServer(responder) as planner:
+        body = {"kind": "http", "url": planner.url, "timeout": 120}
+        first = place.server(KERNEL_SPEC, name="first")
+        try:
+            first.wait_ready()
+            code, started = first.api(
+                "POST",
+                "workflows",
+                {
+                    "notebook_path": NOTEBOOK,
+                    "planner": body,
+                    "files": ["work/prices.csv"],
+                    "options": options,
+                },
+            )
+            assert code == 201, started
+            workflow_id = started["workflow_id"]
+            deadline = time.monotonic() + 90
+            while len(planner.received) <= held:
+                assert time.monotonic() < deadline, first.tail()
+                assert first.snapshot(workflow_id)["run"]["status"] == "running"
+                time.sleep(0.05)
+        finally:
+            first.process.kill()
+            first.process.wait()
+            first.log.close()
+        second = place.server(*SECOND_DEFAULTS, name="second")
+        try:
+            second.wait_ready()
+            second.wait_live(workflow_id)
+            done = _drive(second, place, workflow_id)
+        finally:
+            second.stop()
+    assert done["run"]["status"] == "completed", done["run"]
+    assert {key: done["options"][key] for key in options} == options
+    assert place.sources()[1:] == HTTP_EXPECTED, "the notebook equals an uninterrupted run's"
+    assert place.sources()[0].startswith("# notebook-bcc inputs")
+    asked = [(r.path, r.state, r.stage) for r in planner.received]
+    assert asked.count(asked[held]) == 2, "the call in flight was asked again, once"
+    verified = place.verify()
+    assert verified.returncode == 0, verified.stderr
     assert _kernel_processes(place.home / "runtime") == []
