@@ -67,7 +67,7 @@ async def before_cell(engine: Engine) -> None:
     if pid == known:
         return
     try:
-        await runtime.session.restart()
+        await _replace(runtime)
     except NotebookBccError:
         return  # the cell then fails on the dead kernel, and after_death takes over
     note_kernel(runtime)
@@ -93,7 +93,7 @@ async def after_death(engine: Engine, running: ExecutionContract, path: ActionPa
     if deaths >= MAX_KERNEL_DEATHS:
         return False
     try:
-        await engine.runtime.session.restart()
+        await _replace(engine.runtime)
     except NotebookBccError:
         return False
     note_kernel(engine.runtime)
@@ -140,6 +140,13 @@ async def after_death(engine: Engine, running: ExecutionContract, path: ActionPa
         "and its state rebuilt from the completed cells",
     )
     return True
+
+
+async def _replace(runtime: KernelRuntime) -> None:
+    if runtime.kernel_replacer is not None:
+        await runtime.kernel_replacer()
+    else:
+        await runtime.session.restart()
 
 
 async def _rebuild(engine: Engine, effect: str) -> None:

@@ -8,13 +8,24 @@ server's defaults) and the kernel it ran on (to find and end an orphan, see
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import socket
-from typing import Any
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from jupyter_core.utils import ensure_async
 
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.snapshot import KernelRecord
+
+if TYPE_CHECKING:
+    from notebook_bcc.server.kernels import Kernels
+    from notebook_bcc.server.service import LiveWorkflow
+
+RESTARTER_WAIT = 10.0
+"""Seconds to let the server's auto-restarter bring a dead kernel back before restarting it."""
 
 PERSISTED_OPTIONS = (
     "auto_confirm",
@@ -54,4 +65,36 @@ def kernel_record(kernel_id: str, session_id: str | None, km: Any) -> KernelReco
     )
 
 
-__all__ = ["PERSISTED_OPTIONS", "kernel_record", "persisted_options", "restored_options"]
+async def replace_kernel(kernels: Kernels, live: LiveWorkflow) -> None:
+    """A dead workflow kernel replaced (the engine then rebuilds its state): restarted by the
+    server's kernel manager while it still manages it (same id, same session), else -- culled
+    or shut down -- a new session kernel for the notebook, so the kernel stays one the server
+    knows (listed in Lab, culled, shut down with the server). The snapshot records it."""
+    engine = live.engine
+    session = engine.runtime.session
+    km = kernels.manager_of(live.kernel.kernel_id)
+    if km is not None:
+        # the server's auto-restarter may be bringing it back right now: a second restart
+        # racing it breaks the manager, so wait for it and only reconnect
+        deadline = monotonic() + RESTARTER_WAIT
+        while not await ensure_async(km.is_alive()) and monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        if await ensure_async(km.is_alive()):
+            await session.rebind(km)
+        else:
+            await session.restart()
+    else:
+        name = str(engine.snapshot.options.get("kernel_name") or session.kernel_name)
+        live.kernel = await kernels.for_notebook(live.notebook_path, name)
+        await session.rebind(live.kernel.km)
+    record = kernel_record(live.kernel.kernel_id, live.kernel.session_id, live.kernel.km)
+    engine.snapshot = engine.snapshot.model_copy(update={"kernel": record})
+
+
+__all__ = [
+    "PERSISTED_OPTIONS",
+    "kernel_record",
+    "persisted_options",
+    "replace_kernel",
+    "restored_options",
+]

@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,7 +76,12 @@ from notebook_bcc.server.models import (
     WorkflowSummary,
 )
 from notebook_bcc.server.orphans import end_orphan
-from notebook_bcc.server.restore import kernel_record, persisted_options, restored_options
+from notebook_bcc.server.restore import (
+    kernel_record,
+    persisted_options,
+    replace_kernel,
+    restored_options,
+)
 from notebook_bcc.server.stream import EventFeed, WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.errors import NotebookBusyError
@@ -804,6 +810,7 @@ class WorkflowService:
         hub = WorkflowHub(lambda: engine.snapshot, limit=self.settings.stream_buffer)
         live = LiveWorkflow(engine=engine, kernel=kernel, hub=hub, notebook_path=notebook)
         engine.subscribe(self._listener(live))
+        engine.runtime.kernel_replacer = partial(replace_kernel, self.kernels, live)
         return live
 
     async def _document(self, notebook: str, workflow_id: str) -> NotebookDocument:
