@@ -21,6 +21,7 @@ from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.snapshot import KernelRecord
 
 if TYPE_CHECKING:
+    from notebook_bcc.engine.engine import Engine
     from notebook_bcc.server.kernels import Kernels
     from notebook_bcc.server.service import LiveWorkflow
 
@@ -65,6 +66,15 @@ def kernel_record(kernel_id: str, session_id: str | None, km: Any) -> KernelReco
     )
 
 
+async def rebuild_now(engine: Engine) -> None:
+    """D11 (revised): a recovered workflow's new kernel gets the earlier state at once, before
+    anything runs; a ``kernel_rebuild`` decision left by recovery is answered by ``recovery``
+    (a human who answers something else later never asked for an empty kernel)."""
+    pending = next((p for p in engine.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
+    if pending is not None:
+        await engine.recovery.answer_rebuild(pending, "approve", "recovery")
+
+
 async def replace_kernel(kernels: Kernels, live: LiveWorkflow) -> None:
     """A dead workflow kernel replaced (the engine then rebuilds its state): restarted by the
     server's kernel manager while it still manages it (same id, same session), else -- culled
@@ -95,6 +105,7 @@ __all__ = [
     "PERSISTED_OPTIONS",
     "kernel_record",
     "persisted_options",
+    "rebuild_now",
     "replace_kernel",
     "restored_options",
 ]

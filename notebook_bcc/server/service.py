@@ -79,6 +79,7 @@ from notebook_bcc.server.orphans import end_orphan
 from notebook_bcc.server.restore import (
     kernel_record,
     persisted_options,
+    rebuild_now,
     replace_kernel,
     restored_options,
 )
@@ -222,6 +223,7 @@ class WorkflowService:
             try:
                 await self._record_kernel(live)
                 await live.engine.recovery.prepare(kernel_alive=False)
+                await rebuild_now(live.engine)
                 await self._apply_restart_policy(live, before)
             except Exception as exc:
                 reason = f"recovery after a server restart failed: {type(exc).__name__}: {exc}"
