@@ -286,6 +286,9 @@ def test_server_killed_then_restarted_runs_the_export_exactly_once(
         row = second.row(workflow_id)
         assert row["kernel_id"] != started["kernel"]["kernel_id"]
         assert len(live_pids) <= 1, f"one kernel (the second server's): {live_pids}"
+        assert started["kernel"]["pid"] not in live_pids, "the dead server's kernel was ended"
+        if point.how == "hold":  # it was alive, in the export cell, when its server died
+            assert "orphan kernel" in second.tail(20000), second.tail()
         (place.work / "hold.txt").unlink(missing_ok=True)
         done = _drive(second, place, workflow_id)
         code, trace = second.api("GET", f"workflows/{workflow_id}/trace")
