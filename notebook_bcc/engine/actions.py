@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from notebook_bcc.engine import kernel_loss
 from notebook_bcc.engine.irreversible import is_irreversible
 from notebook_bcc.engine.parameters import inject_parameters
 from notebook_bcc.engine.routing import drop_pending, fire_event, with_run
@@ -367,6 +368,7 @@ class ActionExecutor:
         """
         engine = self.engine
         runtime = engine.runtime
+        await kernel_loss.before_cell(engine)
         source = _source(runtime.document.get(cell_id)) if cell_id else ""
         if resumed is not None:
             running = resumed
@@ -392,6 +394,13 @@ class ActionExecutor:
             action, path, contract_id=running.execution_id, timeout=engine.options.cell_timeout
         )
         result = outcome.execution
+        if (
+            complete
+            and result is not None
+            and result.status == "dead_kernel"
+            and await kernel_loss.after_death(engine, running, path)
+        ):
+            return
         ok = outcome.refused is None and result is not None and result.ok
         if ok and result is not None:
             summary = "".join(result.effects).strip()[:200] or "ok"
@@ -625,8 +634,10 @@ class ActionExecutor:
     async def answer_in_doubt(
         self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
     ) -> None:
-        """D11: approve = it never ran, run it now under its own contract; reject = it ran,
-        cancel the contract and skip the action (never repeated)."""
+        """D11: approve = it never ran, run it now under its own contract; reject = it ran:
+        the contract completes as recorded by ``actor`` (result ``ran (in doubt)``), so its
+        idempotency key stays taken for the rest of the run (D7) and no retry, re-entered
+        stage or rebuild executes it again; the action is skipped."""
         engine = self.engine
         contract = self._open_contract(pending)
         if contract is None:
@@ -634,7 +645,7 @@ class ActionExecutor:
         snap = with_run(drop_pending(engine.snapshot, pending.id), "running")
         event = _decision(pending, decision, actor=actor)
         if decision == "reject":
-            cancelled, records = fire(contract, "cancel", actor=actor, error_message="in doubt")
+            ran, records = ran_in_doubt(contract, actor=actor)
             effect = (
                 f"WARN: in-doubt irreversible action at {pending.details.get('path')} was not "
                 f"repeated ({actor} said it had run)"
@@ -643,7 +654,7 @@ class ActionExecutor:
             await engine.commit(
                 applied.snapshot,
                 records=[*records, *applied.records],
-                contracts=[cancelled],
+                contracts=[ran],
                 events=[event],
                 kinds=frozenset({"decision"}),
             )
@@ -719,6 +730,25 @@ class ActionExecutor:
         await engine.commit_applied(
             applied, snapshot=self._notebook(snap, None), cells=runtime.collector.drain()
         )
+
+
+IN_DOUBT_RAN = "ran (in doubt)"
+"""``result`` of an in-doubt contract a human said had run (it completes, its key taken)."""
+
+
+def ran_in_doubt(
+    contract: ExecutionContract, *, actor: str
+) -> tuple[ExecutionContract, list[TraceRecord]]:
+    """An in-doubt (WAITING) contract answered "it ran": resumed and completed by ``actor``.
+
+    COMPLETED, not CANCELLED: the D7 rule and the store's unique index keep its key taken for
+    the rest of the run. The metadata says the completion is a human's word, not an execution.
+    """
+    resumed, records = fire(contract, "resume", actor=actor)
+    done, more = fire(
+        resumed, "succeed", actor=actor, result=IN_DOUBT_RAN, metadata={"in_doubt": "ran"}
+    )
+    return done, [*records, *more]
 
 
 def _failure(result: ExecResult | None) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from notebook_bcc.engine.actions import ActionExecutor
 from notebook_bcc.engine.budget import answer_budget, stop_for_budget
+from notebook_bcc.engine.decisions import DecisionGoneError
 from notebook_bcc.engine.failure import failure_cause
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.recovery import Recovery
@@ -954,6 +955,12 @@ class Engine:
                 await retry(self, actor="human")
             elif command.action == "restart":
                 await restart_run(self, actor="human")
+            elif self.snapshot.run.pending:
+                # Decisions still wait: ``run`` goes back to waiting on them, never past them
+                # (the loop would otherwise ask the same question again, a second decision).
+                if self.snapshot.run.status != "waiting":
+                    first = self.snapshot.run.pending[0]
+                    await self.commit(with_run(self.snapshot, "waiting", first.message))
             elif self.snapshot.run.status in ("paused", "interrupted", "failed"):
                 await self.commit(with_run(self.snapshot, "running"))
         else:
@@ -996,15 +1003,20 @@ class Engine:
         """Answer a pending decision (D2) the way D3 says for its kind."""
         pending = next((p for p in self.snapshot.run.pending if p.id == decision_id), None)
         if pending is None:
-            known = ", ".join(p.id for p in self.snapshot.run.pending) or "none"
-            raise NotebookBccError(f"no pending decision {decision_id!r} (pending: {known})")
+            raise DecisionGoneError(decision_id, self.snapshot)
         rebuild = next((p for p in self.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
         if rebuild is not None and pending.kind not in ("kernel_rebuild", "in_doubt"):
-            # D11: nothing is decided while the kernel lacks the state the decision builds on
-            raise NotebookBccError(
-                f"answer {rebuild.id} first: the kernel has not been restored ({rebuild.message})",
-                details={"blocked_by": rebuild.id, "decision": decision_id},
-            )
+            # D11 (revised): nothing is decided while the kernel lacks the state the decision
+            # builds on. The replay is tried once more first (a human answering in a new
+            # process never asked for an empty kernel); if it fails again, the human must
+            # answer the kernel decision before this one.
+            await self.recovery.answer_rebuild(rebuild, "approve", actor)
+            again = next((p for p in self.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
+            if again is not None:
+                raise NotebookBccError(
+                    f"answer {again.id} first: the kernel has not been restored ({again.message})",
+                    details={"blocked_by": again.id, "decision": decision_id},
+                )
         if pending.kind in UPDATE_EVENTS:
             await self._decide_update(pending, decision, actor)
         elif pending.kind == "stage_confirmation":

@@ -9,7 +9,7 @@ contract they belong to (D10), and the :class:`NotebookWriter` that materializes
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ class KernelRuntime:
         self.writer = writer or NotebookWriter(
             notebook_path, self.document, debounce=write_debounce
         )
+        self.kernel_replacer: Callable[[], Awaitable[None]] | None = None
+        """How to replace a dead kernel (the server: a new session kernel when the old one is
+        gone from its manager); None: restart it through its kernel manager."""
         self.runner = ActionRunner(
             self.session,
             self.document,

@@ -125,6 +125,8 @@ class KernelSession:
         self._last_reply: dict[str, Any] | None = None
         self._dead = False
         self._closing = False
+        self._lost = False
+        self._watched: set[int] = set()
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -232,7 +234,27 @@ class KernelSession:
             kwargs["extra_arguments"] = ["--HistoryManager.hist_file=:memory:"]
         await maybe_await(km.start_kernel(**kwargs))
 
+    def _watch_restarts(self) -> None:
+        """Hear the kernel manager's auto-restarter: a kernel it restarts (or gives up on) under
+        a running cell never answers that cell, so the cell ends ``dead_kernel`` at once
+        instead of waiting for a reply that cannot come."""
+        km = self._km
+        add = getattr(km, "add_restart_callback", None)
+        if km is None or add is None or id(km) in self._watched:
+            return
+        self._watched.add(id(km))
+        for event in ("restart", "dead"):
+            add(self._on_restart, event)
+
+    def _on_restart(self) -> None:
+        inflight = self._inflight
+        self._dead = True
+        if inflight is not None and not inflight.done():
+            self._lost = True
+            inflight.cancel()
+
     async def _connect(self) -> KernelInfo:
+        self._watch_restarts()
         client = BccNotebookClient(
             new_notebook_node(),
             km=self.km,
@@ -291,6 +313,16 @@ class KernelSession:
         async with self._lock:
             self._stop_channels()
             await maybe_await(self.km.restart_kernel(now=True))
+            self._info = None
+            return await self._connect()
+
+    async def rebind(self, km: Any) -> KernelInfo:
+        """Drive another (borrowed) kernel from now on: the old one is gone for good (culled,
+        shut down); connect to ``km`` and run the init code there (D11)."""
+        async with self._lock:
+            self._stop_channels()
+            self._km = km
+            self._owns_kernel = False
             self._info = None
             return await self._connect()
 
@@ -432,6 +464,13 @@ class KernelSession:
             self._dead = True
             return self._lost_kernel_status()
         except asyncio.CancelledError:
+            if self._lost:
+                self._lost = False
+                self._dead = True
+                return (
+                    "dead_kernel",
+                    "the kernel died while the cell ran (restarted by its manager)",
+                )
             if self._closing:
                 return self._lost_kernel_status()
             await self._abandon(client, task)

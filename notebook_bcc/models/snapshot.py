@@ -328,6 +328,18 @@ class PlannerSettings(WireModel):
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
+class KernelRecord(WireModel):
+    """The kernel a server process drives the workflow on, recorded so that the next server
+    finds it if this one dies: an orphan is shut down before anything is decided."""
+
+    kernel_id: str
+    session_id: str | None = None
+    connection_file: str | None = None
+    pid: int | None = Field(default=None, description="Local kernel process id, if known.")
+    host: str | None = None
+    server_pid: int | None = Field(default=None, description="The server process driving it.")
+
+
 class WorkflowSnapshot(WireModel):
     """Everything about one workflow, in one model (D5)."""
 
@@ -362,6 +374,15 @@ class WorkflowSnapshot(WireModel):
         default_factory=list,
         description="Variables a stage reflection deprecated: still in the kernel, hidden from "
         "planners unless a context_filter includes them.",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The run options this workflow was started with (auto_confirm, "
+        "confirm_irreversible, max_hops, cell_timeout, ...): a server restores them after a "
+        "restart instead of its own defaults.",
+    )
+    kernel: KernelRecord | None = Field(
+        default=None, description="The kernel a server drives this workflow on (server only)."
     )
     context_filter: dict[str, Any] | None = Field(
         default=None,

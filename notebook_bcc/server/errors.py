@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+from notebook_bcc.engine.decisions import DecisionGoneError
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.store.errors import (
     NotebookBusyError,
@@ -85,13 +86,13 @@ class ServiceStoppedError(ServerError):
 def status_for(exc: NotebookBccError) -> int:
     """The HTTP status a project error is answered with (400 unless the error says otherwise).
 
-    Conflicts (a stale ``expected_version``, a notebook that already has an active workflow)
-    are 409, an unknown workflow 404, a store that cannot be written 503; everything else a
-    client can fix by changing its request is 400.
+    Conflicts (a stale ``expected_version``, a decision no longer pending, a notebook that
+    already has an active workflow) are 409, an unknown workflow 404, a store that cannot be
+    written 503; everything else a client can fix by changing its request is 400.
     """
     if isinstance(exc, ServerError):
         return int(exc.status)
-    if isinstance(exc, VersionConflictError | NotebookBusyError):
+    if isinstance(exc, VersionConflictError | NotebookBusyError | DecisionGoneError):
         return int(HTTPStatus.CONFLICT)
     if isinstance(exc, UnknownWorkflowError):
         return int(HTTPStatus.NOT_FOUND)

@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +74,14 @@ from notebook_bcc.server.models import (
     TraceDocument,
     WorkflowList,
     WorkflowSummary,
+)
+from notebook_bcc.server.orphans import end_orphan
+from notebook_bcc.server.restore import (
+    kernel_record,
+    persisted_options,
+    rebuild_now,
+    replace_kernel,
+    restored_options,
 )
 from notebook_bcc.server.stream import EventFeed, WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
@@ -215,11 +224,14 @@ class WorkflowService:
             before = await store.load(workflow_id)
             if is_finished(before):
                 return
+            await self._end_orphan(before)
             live = await self._attach(store, before)
             if live is None:
                 return
             try:
+                await self._record_kernel(live)
                 await live.engine.recovery.prepare(kernel_alive=False)
+                await rebuild_now(live.engine)
                 await self._apply_restart_policy(live, before)
             except Exception as exc:
                 reason = f"recovery after a server restart failed: {type(exc).__name__}: {exc}"
@@ -262,7 +274,7 @@ class WorkflowService:
         if notebook is None:
             log.warning("notebook-bcc: workflow %s has no notebook path", workflow_id)
             return None
-        options = self.settings.engine
+        options = restored_options(self.settings.engine, snapshot.options)
         planner = planner_for(snapshot.planner.model_dump(mode="json"))
         try:
             lock = self._notebook_locks.setdefault(notebook, asyncio.Lock())
@@ -315,6 +327,20 @@ class WorkflowService:
         return await Engine.attach(
             store=store, planner=planner, runtime=runtime, workflow_id=workflow_id, options=options
         )
+
+    async def _end_orphan(self, snapshot: WorkflowSnapshot) -> None:
+        """The kernel a dead server left running for this workflow is ended first, so that
+        nothing it still does can race an in-doubt answer (see :mod:`.orphans`)."""
+        live_ids = {str(k) for k in self.kernels.kernel_manager.list_kernel_ids()}
+        outcome = await end_orphan(snapshot.kernel, live_kernel_ids=live_ids)
+        if outcome.status in ("killed", "none") and snapshot.kernel is not None:
+            log.warning("notebook-bcc: workflow %s: %s", snapshot.workflow_id, outcome.detail)
+
+    async def _record_kernel(self, live: LiveWorkflow) -> None:
+        """Record the workflow's (new) kernel in its snapshot, for the next server."""
+        engine = live.engine
+        record = kernel_record(live.kernel.kernel_id, live.kernel.session_id, live.kernel.km)
+        await engine.commit(engine.snapshot.model_copy(update={"kernel": record}))
 
     async def _apply_restart_policy(self, live: LiveWorkflow, before: WorkflowSnapshot) -> None:
         """After recovery: run on, or leave the run as the policy and its status say."""
@@ -762,6 +788,11 @@ class WorkflowService:
                 notebook_path=notebook,
                 problem=problem,
                 files=files,
+            ).model_copy(
+                update={
+                    "options": persisted_options(options),
+                    "kernel": kernel_record(kernel.kernel_id, kernel.session_id, kernel.km),
+                }
             )
             engine = await Engine.start_new(
                 store=store, planner=planner, runtime=runtime, snapshot=snapshot, options=options
@@ -775,6 +806,7 @@ class WorkflowService:
         hub = WorkflowHub(lambda: engine.snapshot, limit=self.settings.stream_buffer)
         live = LiveWorkflow(engine=engine, kernel=kernel, hub=hub, notebook_path=notebook)
         engine.subscribe(self._listener(live))
+        engine.runtime.kernel_replacer = partial(replace_kernel, self.kernels, live)
         return live
 
     async def _document(self, notebook: str, workflow_id: str) -> NotebookDocument:

@@ -1,0 +1,158 @@
+"""A kernel lost under a running workflow: replaced, its state rebuilt, the run goes on (D11).
+
+Two ways a kernel is lost while its workflow lives on:
+- it dies while a cell runs (killed, out of memory): the cell's contract is settled the way a
+  crash settles it — a reversible action FAILED (actor ``recovery``) and run again at the same
+  queue position, an irreversible one WAITING as an ``in_doubt`` decision, never re-run by
+  itself — then the kernel is restarted and the completed reversible cells are replayed;
+- it was restarted behind the workflow's back between two cells (the server's auto-restarter
+  after the process died while idle): the kernel process changed, so before the next cell runs
+  it is restarted cleanly (the session's init code again) and replayed.
+
+A cell that keeps killing its kernel is not run forever: after :data:`MAX_KERNEL_DEATHS` deaths
+at the same action the old rule applies (the contract fails, the FSM FAILs).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from notebook_bcc.engine.routing import with_run
+from notebook_bcc.errors import NotebookBccError
+from notebook_bcc.fsm.contract import fire
+from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.store.sqlite import EventDraft
+from notebook_bcc.workflow.effects import add_current
+
+if TYPE_CHECKING:
+    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.runtime import KernelRuntime
+    from notebook_bcc.kernel.cell_ids import ActionPath
+
+MAX_KERNEL_DEATHS = 2
+"""Deaths of the kernel at one action before the run gives up on replacing it."""
+
+KERNEL_DIED = "the kernel died while the cell ran; it was replaced and the action runs again"
+"""``error_message`` of a reversible contract whose kernel died under it."""
+
+_known_pid: weakref.WeakKeyDictionary[KernelRuntime, int] = weakref.WeakKeyDictionary()
+
+
+def _kernel_pid(runtime: KernelRuntime) -> int | None:
+    session = runtime.session
+    km: Any = getattr(session, "_km", None)
+    pid = getattr(getattr(km, "provisioner", None), "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def note_kernel(runtime: KernelRuntime) -> None:
+    """Remember the kernel process the runtime's state lives in."""
+    pid = _kernel_pid(runtime)
+    if pid is not None:
+        _known_pid[runtime] = pid
+
+
+async def before_cell(engine: Engine) -> None:
+    """Rebuild first when the kernel process changed since the state was built (see above)."""
+    runtime = engine.runtime
+    if not runtime.session.started:
+        return
+    pid = _kernel_pid(runtime)
+    known = _known_pid.get(runtime)
+    if pid is None or known is None:
+        if pid is not None:
+            _known_pid[runtime] = pid
+        return
+    if pid == known:
+        return
+    try:
+        await _replace(runtime)
+    except NotebookBccError:
+        return  # the cell then fails on the dead kernel, and after_death takes over
+    note_kernel(runtime)
+    await _rebuild(
+        engine,
+        "WARN: the kernel was restarted outside the workflow; its state was "
+        "rebuilt from the completed cells",
+    )
+
+
+async def after_death(engine: Engine, running: ExecutionContract, path: ActionPath) -> bool:
+    """The kernel died under ``running``: settle it, replace the kernel, rebuild; False when
+    the kernel cannot be replaced (or died too often here) and the caller fails the run."""
+    workflow_id = engine.snapshot.workflow_id
+    earlier = await engine.store.call(lambda s: s.contracts(workflow_id))
+    deaths = sum(
+        1
+        for c in earlier
+        if c.metadata.get("path") == path.key
+        and c.metadata.get("kernel_died")
+        and c.status in (ExecutionStatus.FAILED, ExecutionStatus.WAITING, ExecutionStatus.COMPLETED)
+    )
+    if deaths >= MAX_KERNEL_DEATHS:
+        return False
+    try:
+        await _replace(engine.runtime)
+    except NotebookBccError:
+        return False
+    note_kernel(engine.runtime)
+    snap = engine.snapshot
+    events: list[EventDraft] = []
+    marker = {"kernel_died": True}
+    if running.irreversible:
+        settled, records = fire(running, "suspend", actor="recovery", metadata=marker)
+        snap, decision = engine.new_decision(
+            "in_doubt",
+            f"The kernel died while the irreversible action at {path.key} ran: did it happen? "
+            "Approve if it did NOT (it runs now); reject if it did (it is not repeated).",
+            {
+                "contract_id": running.execution_id,
+                "path": path.key,
+                "cell_id": running.metadata.get("cell_id"),
+                "code": running.action_detail.get("code"),
+            },
+        )
+        snap = with_run(snap, "waiting", "an irreversible action is in doubt")
+        events.append(
+            EventDraft(
+                "decision",
+                event="created",
+                actor="recovery",
+                detail={"id": decision.id, "kind": "in_doubt", "path": path.key},
+            )
+        )
+    else:
+        settled, records = fire(
+            running, "fail", actor="recovery", error_message=KERNEL_DIED, metadata=marker
+        )
+    await engine.commit(
+        snap,
+        records=list(records),
+        contracts=[settled],
+        cells=engine.runtime.collector.drain(),
+        events=events,
+        kinds=frozenset({"decision", "contract_terminal"}),
+    )
+    await _rebuild(
+        engine,
+        f"WARN: the kernel died while running {path.key}; it was replaced "
+        "and its state rebuilt from the completed cells",
+    )
+    return True
+
+
+async def _replace(runtime: KernelRuntime) -> None:
+    if runtime.kernel_replacer is not None:
+        await runtime.kernel_replacer()
+    else:
+        await runtime.session.restart()
+
+
+async def _rebuild(engine: Engine, effect: str) -> None:
+    snap = engine.snapshot
+    engine.snapshot = snap.model_copy(update={"effects": add_current(snap.effects, [effect])})
+    await engine.recovery.rebuild(actor="recovery")
+
+
+__all__ = ["KERNEL_DIED", "MAX_KERNEL_DEATHS", "after_death", "before_cell", "note_kernel"]

@@ -1,0 +1,77 @@
+"""A workflow's kernel killed over REST-driven runs (issue 19): mid-cell and while idle, the
+kernel is replaced, its state rebuilt from the completed cells, and the run completes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from time import monotonic
+
+from tests.server.conftest import Api
+
+
+async def _gone(pid: int, timeout: float = 30.0) -> None:
+    deadline = monotonic() + timeout
+    while monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"kernel {pid} still runs")
+
+
+async def test_kernel_killed_mid_cell_is_replaced_and_the_run_completes(
+    api: Api, root: Path
+) -> None:
+    folder = root / "mid"
+    folder.mkdir()
+    (folder / "nap.txt").write_text("nap")
+    started = await api.start(
+        "mid/run.ipynb", "blueprints/kernel_kill.yaml", options={"auto_confirm": True}
+    )
+    workflow_id = started["workflow_id"]
+    pid = started["kernel"]["pid"]
+    assert isinstance(pid, int)
+    deadline = monotonic() + 60
+    while (folder / "nap.txt").read_text() != "napping":
+        assert monotonic() < deadline, await api.snapshot(workflow_id)
+        await asyncio.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    done = await api.wait_status(workflow_id, "completed", "failed", "waiting", timeout=90)
+    assert done["run"]["status"] == "completed", done["run"]
+    assert done["acceptance"]["use"]["value == 42"]["status"] == "passed", "state rebuilt"
+    trace = await api.ok("GET", "workflows", workflow_id, "trace")
+    failed = [r for r in trace["trace"] if r["action"].endswith("running→failed")]
+    assert len(failed) == 1, failed
+    assert failed[0]["actor"] == "recovery"
+    replays = [
+        r
+        for r in trace["trace"]
+        if r["action"].endswith("running→completed") and r["result"] == "replayed"
+    ]
+    assert len(replays) >= 2, "the inputs cell and prep's cell were replayed"
+
+
+async def test_kernel_killed_while_idle_is_replaced_before_the_next_cell(
+    api: Api, root: Path
+) -> None:
+    started = await api.start("idle/run.ipynb", "blueprints/kernel_kill.yaml")
+    workflow_id = started["workflow_id"]
+    waiting = await api.wait_status(workflow_id, "waiting", "failed")
+    (decision,) = waiting["run"]["pending"]
+    pid = started["kernel"]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    await _gone(pid)
+    code, body = await api.command(
+        workflow_id, decide=decision["id"], decision="approve", expected_version=waiting["version"]
+    )
+    assert code == 200, body
+    done = await api.wait_status(workflow_id, "completed", "failed", "waiting", timeout=90)
+    assert done["run"]["status"] == "completed", done["run"]
+    assert done["acceptance"]["use"]["value == 42"]["status"] == "passed", "state rebuilt"
