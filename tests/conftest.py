@@ -17,6 +17,8 @@ import json
 import os
 import secrets
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -112,6 +114,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def fixtures_dir() -> Path:
     """The ``tests/fixtures`` folder."""
     return FIXTURES
+
+
+def run_cli(
+    *args: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """``notebook-bcc ARGS`` as a user runs it: a new process, output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def free_port() -> int:

@@ -13,20 +13,10 @@ from typing import Any
 
 from notebook_bcc.store.sqlite import SqliteStore
 from tests.conftest import FIXTURES
+from tests.conftest import run_cli as cli
 
 CONVERSATION = FIXTURES / "llm" / "conversation"
 PRICES = FIXTURES / "dslc" / "prices.csv"
-
-
-def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        env=env,
-    )
 
 
 def snapshot(state_db: Path) -> Any:

@@ -25,21 +25,11 @@ from notebook_bcc.models import WorkflowEvent
 from notebook_bcc.planners.transcript import read_transcript
 from notebook_bcc.store.sqlite import SqliteStore
 from tests.conftest import FIXTURES
+from tests.conftest import run_cli as cli
 
 CLI_FIXTURES = FIXTURES / "cli"
 JUNIT_XSD = CLI_FIXTURES / "junit.xsd"
 TCP_WARNING = "without encryption"
-
-
-def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        cwd=cwd,
-    )
 
 
 def blueprint(name: str) -> Path:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -13,18 +11,9 @@ import pytest
 from notebook_bcc.models import WorkflowEvent
 from notebook_bcc.schema import json_schema
 from tests.conftest import FIXTURES
+from tests.conftest import run_cli as cli
 
 ENGINE = FIXTURES / "engine"
-
-
-def cli(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def run_args(tmp_path: Path, blueprint: str, *extra: str) -> list[str | Path]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.conftest import run_cli as cli
 from tests.planners.dslc_server import DSLC, DslcResponder, Received, ScriptedServer, closed_port
 
 FAST = [
@@ -23,16 +22,6 @@ FAST = [
     "--planner-idle-timeout",
     "5",
 ]
-
-
-def cli(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def http_args(folder: Path, url: str, *extra: str | Path) -> list[str | Path]:

@@ -21,6 +21,7 @@ from notebook_bcc.planners.transcript import Exchange, read_transcript
 from notebook_bcc.protocol.errors import ProtocolError
 from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.store.sqlite import SqliteStore
+from tests.conftest import run_cli as cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "housing-ai"
 HOUSING_CSV = EXAMPLE.parent / "housing" / "data" / "housing.csv"
@@ -35,17 +36,6 @@ HEADINGS = [
     "## Results",
     "### Model export",
 ]
-
-
-def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        cwd=cwd,
-    )
 
 
 def source(cell: dict[str, Any]) -> str:

@@ -9,32 +9,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 JOURNEYS = FIXTURES / "journeys"
 HOUSING = ROOT / "examples" / "housing"
-
-
-def cli(
-    *args: str | Path, cwd: Path | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """``notebook-bcc ARGS`` as a user runs it (a new process; no terminal, so plain lines)."""
-    return subprocess.run(
-        [sys.executable, "-m", "notebook_bcc", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=cwd,
-    )
+cli = run_cli
+"""``notebook-bcc ARGS`` in a new process (the shared helper, under the journeys' name)."""
 
 
 def cells(path: Path) -> list[dict[str, Any]]:
