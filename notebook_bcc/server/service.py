@@ -45,6 +45,7 @@ from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
+from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import (
     Contents,
     api_path,
@@ -145,6 +146,9 @@ def _validation_problems(exc: ValidationError) -> list[str]:
 
 class WorkflowService:
     """Creates, drives, commands and stops workflows; answers queries from the store."""
+
+    coedit: Coediting | None = None
+    """Open documents and collaboration rooms the writers write into (set by the app)."""
 
     def __init__(self, settings: ServiceSettings, contents: Contents, kernels: Kernels) -> None:
         self.settings = settings
@@ -820,8 +824,10 @@ class WorkflowService:
     ) -> KernelRuntime:
         """The kernel side of a workflow: the session kernel and the contents-manager writer."""
         writer = ContentsNotebookWriter(
-            self.contents, notebook, document, debounce=options.write_debounce
+            self.contents, notebook, document, debounce=options.write_debounce, coedit=self.coedit
         )
+        if self.coedit is not None:
+            self.coedit.register(workflow_id, writer)
         return KernelRuntime(
             notebook_path=Path(self.contents.os_path(notebook) or notebook),
             workflow_id=workflow_id,
