@@ -20,6 +20,7 @@ import { Widget } from '@lumino/widgets';
 import { BccApi } from './api';
 import { fullSizeFigure } from './dom';
 import { WorkflowPanel } from './panel';
+import { DocumentCoeditor } from './coedit';
 import { NotebookSync } from './sync';
 import type { ControlId } from './view';
 
@@ -105,8 +106,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.shell.add(panel, 'right', { rank: 1000 });
-    const sync = new NotebookSync(panel, docManager);
-    panel.disposed.connect(() => sync.dispose());
+    const coeditor = new DocumentCoeditor(api, tracker, docManager);
+    const sync = new NotebookSync(panel, docManager, path => coeditor.holds(path));
+    panel.eventsReceived.connect((_, events) => {
+      if (events.some(e => e.kind === 'cell')) {
+        coeditor.poke();
+      }
+    });
+    panel.disposed.connect(() => {
+      sync.dispose();
+      coeditor.dispose();
+    });
 
     const follow = (): void => {
       const current = tracker.currentWidget;

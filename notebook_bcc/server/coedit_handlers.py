@@ -4,11 +4,11 @@
   these notebooks open (a heartbeat; an empty list releases them). Answers the hold's
   ``ttl``, whether collaboration rooms are used, and for each path with a workflow its
   ``workflow_id`` and cells ``version``.
-- ``POST .../documents/merge`` ``{path, cells, document_modified}``: the operations that put
+- ``POST .../documents/merge`` ``{holder, path, cells, document_modified}``: the operations that put
   the workflow's cells into the browser's document (``cells`` = ``[[cell id, source], ...]``
   of that document in order).
-- ``POST .../documents/ack`` ``{path, token, detached, deleted}``: the browser applied and
-  saved the plan ``token``.
+- ``POST .../documents/ack`` ``{path, token, saved, detached, deleted}``: the browser applied
+  the plan ``token`` and saved it (``saved`` = the file's new ``last_modified``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class MergeRequest(BaseModel):
     """A browser's document, as cell ids and sources in order."""
 
     model_config = ConfigDict(extra="forbid")
+    holder: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
     path: str
     cells: list[tuple[str | None, str]] = Field(max_length=_MAX_CELLS)
     document_modified: str | None = Field(default=None, max_length=64)
@@ -62,6 +63,7 @@ class AckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str
     token: str = Field(min_length=1, max_length=64)
+    saved: str | None = Field(default=None, max_length=64)
     detached: list[str] = Field(default_factory=list, max_length=_MAX_CELLS)
     deleted: list[str] = Field(default_factory=list, max_length=_MAX_CELLS)
 
@@ -123,7 +125,11 @@ class MergeHandler(_CoeditHandler):
         """A merge plan (``token``, ``ops`` with each cell's JSON, ``metadata``)."""
         request = self.parse(MergeRequest)
         writer = self.writer(request.path)
-        self.answer(writer.merge_for_document(list(request.cells), request.document_modified))
+        self.answer(
+            writer.merge_for_document(
+                request.holder, list(request.cells), request.document_modified
+            )
+        )
 
 
 class AckHandler(_CoeditHandler):
@@ -135,7 +141,7 @@ class AckHandler(_CoeditHandler):
         """``{acknowledged}``: False when the plan is unknown (superseded): merge again."""
         request = self.parse(AckRequest)
         writer = self.writer(request.path)
-        done = writer.acknowledge(request.token, request.detached, request.deleted)
+        done = writer.acknowledge(request.token, request.saved, request.detached, request.deleted)
         self.answer({"acknowledged": done})
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +34,8 @@ from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import Contents, Stamp
 from notebook_bcc.server.doc_merge import MergePlan, WorkflowCell, plan_merge
 from notebook_bcc.server.errors import ContentsError
+
+log = logging.getLogger(__name__)
 
 _RECHECK_S = 2.0
 """While the open document is held, how often a deferred write looks again."""
@@ -85,9 +88,11 @@ class ContentsNotebookWriter(NotebookWriter):
         self._current: dict[str, Any] | None = None
         self._current_error: str | None = None
         self._applied: dict[str, str] = {}
-        self._doc_placed: set[str] = set()
-        self._pending: dict[str, dict[str, tuple[str, str]]] = {}
-        self._file_written_at: float | None = None
+        self._known: dict[str, set[str]] = {}
+        """Per browser (holder): the cells it acknowledged having in its document."""
+        self._placed_at: dict[str, float] = {}
+        """When each cell first reached the file (epoch seconds, the file's clock)."""
+        self._pending: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {}
 
     # -- changes --------------------------------------------------------------------------
 
@@ -122,23 +127,29 @@ class ContentsNotebookWriter(NotebookWriter):
         return await self._flush_file()
 
     async def aclose(self) -> WriteReport:
-        """Write what is left; a held document keeps its writer until the panel took it."""
+        """Write what is left. While a browser holds the notebook the writer stays registered
+        (the browser still merges the last cells from it) and writes the file only once the
+        hold lapses; then it unregisters."""
         self.closed = True
         report = await super().aclose()
-        if self.coedit is not None and not self._deferred_work():
+        if self.coedit is not None and report.written:
             self._release()
         return report
 
     async def _flush_file(self) -> WriteReport:
+        if self.coedit is not None:
+            log.info(
+                "notebook-bcc: %s is not open in a browser: the workflow saves it", self.api_path
+            )
         report = await super().flush_async()
         self._applied.clear()  # an open document no longer holds what was applied to it
-        self._file_written_at = datetime.now().timestamp()
-        if self.closed and not self._deferred_work():
+        if report.written and self._stamp is not None:
+            written_at = self._stamp.mtime_ns / 1e9
+            for cell_id in self._placed:
+                self._placed_at.setdefault(cell_id, written_at)
+        if self.closed and report.written:
             self._release()
         return report
-
-    def _deferred_work(self) -> bool:
-        return self.dirty
 
     def _release(self) -> None:
         if self.coedit is None:
@@ -149,7 +160,7 @@ class ContentsNotebookWriter(NotebookWriter):
 
     def _defer(self) -> None:
         """Look again shortly: the hold may lapse (browser gone) and the file need the cells."""
-        if self._timer is not None or not self._deferred_work():
+        if self._timer is not None or not (self.dirty or self.closed):
             return
         try:
             loop = asyncio.get_running_loop()
@@ -177,10 +188,9 @@ class ContentsNotebookWriter(NotebookWriter):
         return cells
 
     def _plan_for(
-        self, view: list[tuple[str | None, str]], *, stale: bool = False
+        self, view: list[tuple[str | None, str]], placed: set[str]
     ) -> tuple[MergePlan, dict[str, WorkflowCell]]:
         cells = self._workflow_cells()
-        placed = set(self._doc_placed) if stale else self._placed | self._doc_placed
         plan = plan_merge(
             view,
             cells,
@@ -207,19 +217,25 @@ class ContentsNotebookWriter(NotebookWriter):
         return data
 
     def merge_for_document(
-        self, view: list[tuple[str | None, str]], document_modified: str | None
+        self, holder: str, view: list[tuple[str | None, str]], document_modified: str | None
     ) -> dict[str, Any]:
-        """A merge plan against a browser's document (acknowledged with :meth:`acknowledge`).
+        """A merge plan against browser ``holder``'s document (see :meth:`acknowledge`).
 
-        ``document_modified`` is when the browser's document was last loaded or saved: a
-        document older than the server's last file write has not seen the cells written
-        then, so their absence is not a deletion.
+        A workflow cell missing from the document counts as deleted by the user only when
+        the document had it: the browser acknowledged it, or the cell was in the file when
+        the document was loaded or last saved (``document_modified``). A document loaded
+        earlier (another tab, a stale model) gets the cell inserted instead.
         """
-        plan, cells = self._plan_for(view, stale=self._older_than_file(document_modified))
+        loaded = _epoch(document_modified)
+        had = set(self._known.get(holder, ()))
+        if loaded is not None:
+            had |= {cid for cid, at in self._placed_at.items() if at <= loaded + 0.001}
+        plan, cells = self._plan_for(view, had)
         token = uuid.uuid4().hex
-        self._pending[token] = {
-            op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops
-        }
+        self._pending[token] = (
+            holder,
+            {op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops},
+        )
         while len(self._pending) > _PENDING_PLANS:
             self._pending.pop(next(iter(self._pending)))
         return {
@@ -239,20 +255,20 @@ class ContentsNotebookWriter(NotebookWriter):
             "deleted": sorted(plan.deleted),
         }
 
-    def _older_than_file(self, document_modified: str | None) -> bool:
-        if self._file_written_at is None or not document_modified:
+    def acknowledge(
+        self, token: str, saved: str | None, detached: list[str], deleted: list[str]
+    ) -> bool:
+        """The browser applied the plan ``token`` and saved it (file version ``saved``);
+        False when the plan is unknown (superseded: merge again)."""
+        pending = self._pending.pop(token, None)
+        if pending is None:
             return False
-        try:
-            loaded = datetime.fromisoformat(document_modified.replace("Z", "+00:00"))
-        except ValueError:
-            return False
-        return loaded.timestamp() + 0.5 < self._file_written_at
-
-    def acknowledge(self, token: str, detached: list[str], deleted: list[str]) -> bool:
-        """The browser applied (and saved) the plan ``token``; False when it is unknown."""
-        applied = self._pending.pop(token, None)
-        if applied is None:
-            return False
+        holder, applied = pending
+        self._known.setdefault(holder, set()).update(applied)
+        at = _epoch(saved)
+        if at is not None:
+            for cell_id in applied:
+                self._placed_at.setdefault(cell_id, at)
         self._commit_document(applied, set(detached), set(deleted))
         return True
 
@@ -262,7 +278,6 @@ class ContentsNotebookWriter(NotebookWriter):
         ours = {cell.cell_id for cell in self._workflow_cells()}
         for cell_id, (source, digest) in applied.items():
             self._placed.add(cell_id)
-            self._doc_placed.add(cell_id)
             self._written[cell_id] = source
             self._applied[cell_id] = digest
         self._detached |= detached & ours
@@ -284,7 +299,7 @@ class ContentsNotebookWriter(NotebookWriter):
             )
             for ycell in room.ycells
         ]
-        plan, cells = self._plan_for(view)
+        plan, cells = self._plan_for(view, self._placed)
         with room.ydoc.transaction():
             for op in plan.ops:
                 value = self._cell_json(op.cell_id)
@@ -386,3 +401,13 @@ class ContentsNotebookWriter(NotebookWriter):
             )
         data: dict[str, Any] = json.loads(json.dumps(self._current))
         return data
+
+
+def _epoch(value: str | None) -> float | None:
+    """An ISO time (a contents model's ``last_modified``) as epoch seconds, or None."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
