@@ -123,7 +123,7 @@ class Coediting:
                 path=path, content_type="notebook", file_format="json", copy=False
             )
         except Exception as exc:  # no file id yet, a room starting or stopping
-            log.debug("notebook-bcc: no collaboration room for %s: %s", path, exc)
+            log.debug("notebook-bcc: no collaboration room for %s: %r", path, exc)
             return None
 
 

@@ -138,7 +138,7 @@ class ContentsNotebookWriter(NotebookWriter):
 
     async def _flush_file(self) -> WriteReport:
         if self.coedit is not None:
-            log.info(
+            log.debug(
                 "notebook-bcc: %s is not open in a browser: the workflow saves it", self.api_path
             )
         report = await super().flush_async()
