@@ -15,9 +15,7 @@ def wf(*cells: tuple[str, str]) -> list[WorkflowCell]:
 def test_new_cells_go_after_the_previous_workflow_cell_not_after_the_users_scratch_cell() -> None:
     doc: list[tuple[str | None, str]] = [("u1", "mine"), ("a", "x = 1"), ("u2", "scratch")]
     cells = wf(("a", "x = 1"), ("b", "y = 2"))
-    plan = plan_merge(
-        doc, cells, baseline={"a": "x = 1"}, placed={"a"}, applied={"a": "d-a-x = 1"}
-    )
+    plan = plan_merge(doc, cells, baseline={"a": "x = 1"}, placed={"a"}, applied={"a": "d-a-x = 1"})
     after = apply_ops(doc, plan.ops, {"b": "y = 2"})
     assert [cid for cid, _ in after] == ["u1", "a", "b", "u2"]
 
@@ -32,7 +30,8 @@ def test_edited_cell_is_detached_and_deleted_cell_stays_deleted() -> None:
     cells = wf(("a", "x = 1"), ("b", "y"))
     plan = plan_merge(doc, cells, baseline={"a": "x = 1", "b": "y"}, placed={"a", "b"}, applied={})
     assert plan.ops == []
-    assert plan.detached == {"a"} and plan.deleted == {"b"}
+    assert plan.detached == {"a"}
+    assert plan.deleted == {"b"}
 
 
 def test_unedited_cell_with_new_outputs_is_updated_in_place() -> None:
