@@ -124,7 +124,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     tracker.currentChanged.connect(follow);
     tracker.widgetAdded.connect((_, widget) => {
-      widget.context.pathChanged.connect(follow);
+      let known = widget.context.path;
+      widget.context.pathChanged.connect((_, path) => {
+        const old = known;
+        known = path;
+        if (panel.path === old) {
+          panel.notebookRenamed(old, path); // the workflow moves with its notebook
+        } else {
+          follow();
+        }
+      });
     });
     void app.restored.then(follow);
     if (labShell) {

@@ -164,6 +164,22 @@ export class WorkflowPanel extends Widget {
     await this.discover();
   }
 
+  /**
+   * The shown notebook was renamed or moved (Lab's rename, "Rename and Save", a move in the
+   * file browser): the server re-keys its workflow to the new path, so keep following it.
+   */
+  notebookRenamed(oldPath: string, newPath: string): void {
+    if (this.notebookPath !== oldPath) {
+      return;
+    }
+    this.notebookPath = newPath;
+    if (!this.feed) {
+      void this.discover();
+      return;
+    }
+    this.render();
+  }
+
   /** Find the notebook's workflow (the active one, else its latest) and follow it. */
   async discover(): Promise<void> {
     const path = this.notebookPath;

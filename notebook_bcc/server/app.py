@@ -34,6 +34,7 @@ from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.server.coedit import Coediting, ydoc_extension
 from notebook_bcc.server.coedit_handlers import COEDIT_SETTING, coedit_routes
 from notebook_bcc.server.contents import Contents
+from notebook_bcc.server.follow import NotebookFollower
 from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
 from notebook_bcc.server.replace_save import install_replace_on_save
@@ -192,6 +193,7 @@ class NotebookBccApp(ExtensionApp):
         self.settings[SERVICE_SETTING] = self.service
         self.service.coedit = Coediting(ydoc=ydoc_extension(server))
         self.settings[COEDIT_SETTING] = self.service.coedit
+        NotebookFollower(self.service).install(server.event_logger)
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""

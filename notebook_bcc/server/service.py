@@ -394,6 +394,10 @@ class WorkflowService:
             if live.running
         ]
 
+    def live_workflows(self) -> list[LiveWorkflow]:
+        """The workflows engines drive in this server now."""
+        return list(self._live.values())
+
     def live(self, workflow_id: str) -> LiveWorkflow | None:
         """The live workflow with this id, if an engine drives it here."""
         return self._live.get(workflow_id)

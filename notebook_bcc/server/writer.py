@@ -85,6 +85,8 @@ class ContentsNotebookWriter(NotebookWriter):
         self.version = 0
         """Bumped on every cell or metadata change (the panel asks for a merge when it moves)."""
         self.closed = False
+        self.gone = False
+        """The notebook was deleted: nothing is written any more (the run pauses)."""
         self._current: dict[str, Any] | None = None
         self._current_error: str | None = None
         self._applied: dict[str, str] = {}
@@ -115,6 +117,8 @@ class ContentsNotebookWriter(NotebookWriter):
 
     async def flush_async(self) -> WriteReport:
         """Write the workflow's cells where the notebook lives now (see :mod:`.coedit`)."""
+        if self.gone:
+            return WriteReport(self.path, written=False)
         coedit = self.coedit
         if coedit is None:
             return await self._flush_file()

@@ -9,7 +9,8 @@ files the test creates, so every edit provably happens mid-run.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,15 @@ def new_notebook_from_the_file_menu(page: Page) -> str:
     assert path.endswith(".ipynb"), path
     page.evaluate("() => { window.__bccDialogs = []; }")  # the kernel picker does not count
     return path
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = UI_MS / 1000) -> None:
+    """Poll a REST-side ``condition`` until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
 
 
 def model_cells(page: Page) -> list[dict[str, Any]]:
@@ -212,6 +222,11 @@ def test_edit_save_and_delete_mid_run_lose_nothing_and_ask_nothing(lab: Lab, pag
 
     # every workflow cell except the deleted one, and both of the user's cells, are in the
     # file, each once; the deleted one did not come back
+    # (with collaboration the room writes the file itself, a moment after the document changed)
+    wait_until(
+        lambda: any("reported = 5" in joined(c) for c in file_cells(lab, notebook)),
+        "the file to hold the last cell",
+    )
     sources = [joined(cell) for cell in file_cells(lab, notebook)]
     # (the inputs cell is not counted: whether it is written depends on the notebook's cells)
     for expected in (
@@ -233,3 +248,105 @@ def test_edit_save_and_delete_mid_run_lose_nothing_and_ask_nothing(lab: Lab, pag
         for text in ("'gate-1'", "mine = 'kept'")
     ]
     assert order[0] < order[1], sources
+
+
+def rename_from_the_file_menu(page: Page, new_name: str) -> None:
+    """File > Rename Notebook…, type ``new_name``, Rename."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("File")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("Rename Notebook…")').first.click()
+    dialog = page.locator(".jp-Dialog")
+    field = dialog.locator("input")
+    field.fill(new_name)
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(dialog).to_have_count(0)
+    page.evaluate("() => { window.__bccDialogs = []; }")  # the rename dialog does not count
+
+
+def current_path(page: Page) -> str:
+    return str(page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path"))
+
+
+def test_rename_and_move_mid_run_are_followed_and_the_old_name_inherits_nothing(
+    lab: Lab, pages: Pages
+) -> None:
+    mode = "collab" if lab.collaborative else "single"
+    for gate in ("gate-1", "gate-2"):
+        (lab.root / gate).unlink(missing_ok=True)
+    page = pages.new()
+    page.add_init_script(DIALOG_WATCH)
+    open_lab(page, lab)
+    first_name = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+    workflow_id = lab.start_workflow(first_name, "blueprints/gated.yaml")["workflow_id"]
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-1'\"))")
+
+    # renamed while the run waits at gate 1; the run then goes on into the renamed notebook
+    rename_from_the_file_menu(page, f"renamed-{mode}.ipynb")
+    renamed = f"renamed-{mode}.ipynb"
+    assert current_path(page) == renamed
+    lab.wait_snapshot(workflow_id, lambda s: s["notebook_path"] == renamed, "the rename")
+    (lab.root / "gate-1").touch()
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-2'\"))")
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "running")
+    shot(page, f"20-3-{mode}-renamed-mid-run")
+
+    # moved into a folder (what the file browser's drag and drop does), mid-run
+    lab.request("PUT", "api/contents/moved", {"type": "directory"})
+    moved = f"moved/{renamed}"
+    page.evaluate(
+        "([a, b]) => window.jupyterapp.serviceManager.contents.rename(a, b)", [renamed, moved]
+    )
+    page.wait_for_function(
+        "p => window.jupyterapp.shell.currentWidget.context.path === p", arg=moved
+    )
+    lab.wait_snapshot(workflow_id, lambda s: s["notebook_path"] == moved, "the move")
+    (lab.root / "gate-2").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the end")
+    wait_model(page, "cells.some(c => c.source.includes('reported = 5') && c.count)")
+    save(page)
+    assert dialogs(page) == []
+    wait_until(
+        lambda: any("reported = 5" in joined(c) for c in file_cells(lab, moved)),
+        "the moved file to hold the last cell",
+    )
+    sources = [joined(cell) for cell in file_cells(lab, moved)]
+    for expected in ("explored = 1", "'gate-1'", "fitted = 3", "'gate-2'", "reported = 5"):
+        assert sum(expected in s for s in sources) == 1, (expected, sources)
+    assert not (lab.root / renamed).exists()
+    assert not (lab.root / first_name).exists()
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "completed")
+
+    # a new notebook under the first name inherits nothing
+    page.evaluate(
+        "p => window.jupyterapp.commands.execute('docmanager:new-untitled', {type: 'notebook'})"
+        ".then(m => window.jupyterapp.serviceManager.contents.rename(m.path, p))"
+        ".then(() => window.jupyterapp.commands.execute('docmanager:open', {path: p}))",
+        first_name,
+    )
+    page.wait_for_function(
+        "p => window.jupyterapp.shell.currentWidget?.context?.path === p", arg=first_name
+    )
+    expect(tid(panel, "bcc-empty")).to_be_visible(timeout=UI_MS)
+    assert lab.workflows(first_name) == []
+    assert lab.workflows(renamed) == []
+    shot(page, f"20-4-{mode}-old-name-inherits-nothing")
+
+
+def test_deleting_the_notebook_pauses_the_run_and_frees_the_name(lab: Lab, pages: Pages) -> None:
+    for gate in ("gate-1", "gate-2"):
+        (lab.root / gate).unlink(missing_ok=True)
+    page = pages.new()
+    open_lab(page, lab)
+    name = new_notebook_from_the_file_menu(page)
+    workflow_id = lab.start_workflow(name, "blueprints/gated.yaml")["workflow_id"]
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-1'\"))")
+    # deleted (the file browser's Delete) while the run waits at gate 1: the run pauses once
+    # that cell ends (a pause never cuts a cell short), and nothing recreates the notebook
+    page.evaluate("p => window.jupyterapp.serviceManager.contents.delete(p)", name)
+    wait_until(lambda: lab.workflows(name) == [], "the workflow to let go of the deleted path")
+    (lab.root / "gate-1").touch()
+    paused = lab.wait_snapshot(
+        workflow_id, lambda s: s["run"]["status"] == "paused", "the pause after the delete"
+    )
+    assert "deleted" in (paused["run"]["reason"] or ""), paused["run"]
+    assert not (lab.root / name).exists()
