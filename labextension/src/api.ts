@@ -141,6 +141,13 @@ export class BccApi {
     return this.request(this.url('workflows', encodeURIComponent(workflowId)));
   }
 
+  /** Stop a workflow and release its notebook (``DELETE /workflows/{id}``). */
+  deleteWorkflow(workflowId: string): Promise<WorkflowSnapshot> {
+    return this.request(this.url('workflows', encodeURIComponent(workflowId)), {
+      method: 'DELETE'
+    });
+  }
+
   create(body: CreateWorkflowBody): Promise<WorkflowSnapshot> {
     return this.request(this.url('workflows'), {
       method: 'POST',

@@ -77,6 +77,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const chosen = result.value?.[0];
         return result.button.accept && chosen ? chosen.path : null;
       },
+      openNotebook: path => {
+        void app.commands.execute('docmanager:open', { path });
+      },
       beforeStart: async path => {
         const widget = docManager.findWidget(path);
         if (widget && widget.context.model.dirty) {

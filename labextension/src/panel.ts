@@ -11,6 +11,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { ApiError, BccApi } from './api';
+import { WorkflowsList } from './workflowsList';
 import { h, keyValueTable, replaceChildren, section } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
@@ -64,6 +65,8 @@ export interface PanelServices {
   beforeStart(path: string): Promise<void>;
   /** Show ``figure`` at full size in the main area (the side panel is too narrow for it). */
   openFigure(title: string, figure: HTMLElement): void;
+  /** Open a notebook in the main area (the workflows list's Open). */
+  openNotebook?(path: string): void;
 }
 
 /** How often the panel looks for a workflow started elsewhere (CLI, REST, another tab). */
@@ -93,6 +96,7 @@ export class WorkflowPanel extends Widget {
   private _snapshotChanged = new Signal<this, WorkflowSnapshot | null>(this);
   private _eventsReceived = new Signal<this, WorkflowEvent[]>(this);
   private reloadAction: (() => void) | null = null;
+  private readonly workflowsList: WorkflowsList;
 
   constructor(private readonly services: PanelServices) {
     super();
@@ -106,12 +110,19 @@ export class WorkflowPanel extends Widget {
     this.formNode = h('div', { class: 'jp-NotebookBcc-formArea' });
     this.bodyNode = h('div', { class: 'jp-NotebookBcc-body' });
     this.diagramNode = h('div', { class: 'jp-NotebookBcc-diagramBody' });
+    this.workflowsList = new WorkflowsList({
+      api: services.api,
+      open: path => services.openNotebook?.(path),
+      confirm: (title, body, accept) => services.confirm(title, body, accept),
+      notify: (kind, message) => this.notify(kind, message)
+    });
     this.node.append(
       this.headerNode,
       this.noticeNode,
       this.reloadNode,
       this.formNode,
-      this.bodyNode
+      this.bodyNode,
+      this.workflowsList.node
     );
     void services.api
       .fsm()

@@ -75,6 +75,7 @@ from notebook_bcc.server.models import (
     WorkflowList,
     WorkflowSummary,
 )
+from notebook_bcc.server.stopping import interrupt_running_cell, is_stop, stop_command
 from notebook_bcc.server.stream import EventFeed, WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.errors import NotebookBusyError
@@ -440,6 +441,9 @@ class WorkflowService:
                     live=live is not None,
                     running=live is not None and live.running,
                     kernel_id=live.kernel.kernel_id if live is not None else None,
+                    last_activity=max(
+                        (t for t in (snap.fsm.timestamp, snap.run.since) if t), default=None
+                    ),
                 )
             )
         return WorkflowList(workflows=rows)
@@ -889,7 +893,10 @@ class WorkflowService:
                 f"a command is a JSON object, got {type(body).__name__}",
                 details={"type": type(body).__name__},
             )
-        snapshot = await live.engine.command(body)
+        if is_stop(body):
+            snapshot = await stop_command(live, body, self.kernels, self.settings.stop_timeout)
+        else:
+            snapshot = await live.engine.command(body)
         self._ensure_running(live)
         return snapshot
 
@@ -928,10 +935,11 @@ class WorkflowService:
         task = live.task
         if task is not None and not task.done():
             live.engine.request_interrupt()
-            _, late = await asyncio.wait([task], timeout=self.settings.stop_timeout)
+            await interrupt_running_cell(live, self.kernels)  # a stuck cell must not hold it
+            _, late = await asyncio.wait([task], timeout=self.settings.stop_timeout / 2)
             if late:
                 task.cancel()
-                await asyncio.wait([task], timeout=self.settings.stop_timeout)
+                await asyncio.wait([task], timeout=self.settings.stop_timeout / 4)
         await self._close_live(live)
         await store.call(lambda s: s.deactivate(workflow_id))
         snapshot = live.engine.snapshot
