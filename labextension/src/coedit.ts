@@ -52,6 +52,7 @@ export class DocumentCoeditor {
   ) {
     this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
     tracker.widgetAdded.connect((_, panel) => {
+      serializeSaves(panel);
       panel.context.saveState.connect((context, state) => {
         const path = context.path;
         if (state === 'started') {
@@ -245,6 +246,23 @@ export class DocumentCoeditor {
     await context.revert();
     await this.acknowledge(panel, plans);
   }
+}
+
+/**
+ * One save at a time per document. Lab checks, before it saves, that the file is the version
+ * it last wrote; a second save that starts while the first is still finishing sees the first
+ * one's file and asks "File Changed". The co-editor saves too (a clean document stays clean),
+ * so every save of the document -- Ctrl-S, autosave, ours -- waits for the previous one.
+ */
+function serializeSaves(panel: NotebookPanel): void {
+  const context = panel.context;
+  const save = context.save.bind(context);
+  let previous: Promise<unknown> = Promise.resolve();
+  context.save = (): Promise<void> => {
+    const next = previous.then(() => save());
+    previous = next.catch(() => undefined);
+    return next;
+  };
 }
 
 function applyOp(panel: NotebookPanel, op: CellOp): void {

@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import { ApiError, BccApi } from './api';
 import { WorkflowsList } from './workflowsList';
+import { stateDetail, statusSentence } from './statusWords';
 import { h, keyValueTable, replaceChildren, section } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
@@ -639,11 +640,6 @@ export class WorkflowPanel extends Widget {
         'div',
         { class: 'jp-NotebookBcc-statusRow' },
         badge,
-        h(
-          'span',
-          { class: 'jp-NotebookBcc-state', 'data-testid': 'bcc-state' },
-          humanState(snapshot.fsm.state)
-        ),
         canStartAnother && !this.startForm
           ? h(
               'button',
@@ -657,15 +653,17 @@ export class WorkflowPanel extends Widget {
             )
           : null
       ),
-      // A waiting run's reason is usually its decision's question, shown just below.
-      snapshot.run.reason &&
-        !snapshot.run.pending.some(p => p.message === snapshot.run.reason)
-        ? h(
-            'div',
-            { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason' },
-            snapshot.run.reason
-          )
-        : null
+      // what the run does or needs, in words; the FSM state in a details line below it
+      h(
+        'div',
+        { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason' },
+        statusSentence(snapshot)
+      ),
+      h(
+        'div',
+        { class: 'jp-NotebookBcc-state', 'data-testid': 'bcc-state' },
+        stateDetail(snapshot)
+      )
     );
   }
 

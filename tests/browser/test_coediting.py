@@ -262,10 +262,6 @@ def rename_from_the_file_menu(page: Page, new_name: str) -> None:
     page.evaluate("() => { window.__bccDialogs = []; }")  # the rename dialog does not count
 
 
-def current_path(page: Page) -> str:
-    return str(page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path"))
-
-
 def test_rename_and_move_mid_run_are_followed_and_the_old_name_inherits_nothing(
     lab: Lab, pages: Pages
 ) -> None:
@@ -283,7 +279,9 @@ def test_rename_and_move_mid_run_are_followed_and_the_old_name_inherits_nothing(
     # renamed while the run waits at gate 1; the run then goes on into the renamed notebook
     rename_from_the_file_menu(page, f"renamed-{mode}.ipynb")
     renamed = f"renamed-{mode}.ipynb"
-    assert current_path(page) == renamed
+    page.wait_for_function(
+        "p => window.jupyterapp.shell.currentWidget.context.path === p", arg=renamed
+    )
     lab.wait_snapshot(workflow_id, lambda s: s["notebook_path"] == renamed, "the rename")
     (lab.root / "gate-1").touch()
     wait_model(page, "cells.some(c => c.source.includes(\"'gate-2'\"))")
