@@ -20,7 +20,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python $(INSTALL_INPUTS)
-	$(BIN)/python -m pip install --quiet -e ".[test,dev,examples]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dev,examples,collab]"
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -44,6 +44,31 @@ export interface CreateWorkflowBody {
   options?: Record<string, unknown>;
 }
 
+/** The answer to a heartbeat (``POST /documents``). */
+export interface HoldAnswer {
+  ttl: number;
+  collaborative: boolean;
+  documents: Array<{ path: string; workflow_id: string; version: number }>;
+}
+
+/** One cell operation of a merge plan (indices valid when applied in order). */
+export interface CellOp {
+  op: 'insert' | 'update';
+  index: number;
+  cell_id: string;
+  cell: Record<string, unknown>;
+}
+
+/** A merge plan (``POST /documents/merge``). */
+export interface MergeAnswer {
+  version: number;
+  token: string;
+  ops: CellOp[];
+  metadata: Record<string, unknown>;
+  detached: string[];
+  deleted: string[];
+}
+
 export class BccApi {
   readonly settings: ServerConnection.ISettings;
 
@@ -116,6 +141,13 @@ export class BccApi {
     return this.request(this.url('workflows', encodeURIComponent(workflowId)));
   }
 
+  /** Stop a workflow and release its notebook (``DELETE /workflows/{id}``). */
+  deleteWorkflow(workflowId: string): Promise<WorkflowSnapshot> {
+    return this.request(this.url('workflows', encodeURIComponent(workflowId)), {
+      method: 'DELETE'
+    });
+  }
+
   create(body: CreateWorkflowBody): Promise<WorkflowSnapshot> {
     return this.request(this.url('workflows'), {
       method: 'POST',
@@ -133,6 +165,42 @@ export class BccApi {
   diagram(workflowId: string, machine: 'fsm' | 'stages'): Promise<DiagramDocument> {
     const url = this.url('workflows', encodeURIComponent(workflowId), 'diagram');
     return this.request(`${url}?machine=${machine}`);
+  }
+
+  /** Heartbeat: this browser (``holder``) has ``paths`` open; their workflows' versions. */
+  holdDocuments(holder: string, paths: string[]): Promise<HoldAnswer> {
+    return this.request(this.url('documents'), {
+      method: 'POST',
+      body: JSON.stringify({ holder, paths })
+    });
+  }
+
+  /** The operations that put a workflow's cells into this document. */
+  mergeDocument(
+    holder: string,
+    path: string,
+    cells: Array<[string | null, string]>,
+    documentModified: string | null
+  ): Promise<MergeAnswer> {
+    return this.request(this.url('documents', 'merge'), {
+      method: 'POST',
+      body: JSON.stringify({ holder, path, cells, document_modified: documentModified })
+    });
+  }
+
+  /** A merge plan was applied and saved. */
+  async acknowledgeMerge(
+    path: string,
+    token: string,
+    saved: string | null,
+    detached: string[],
+    deleted: string[]
+  ): Promise<boolean> {
+    const answer = await this.request<{ acknowledged: boolean }>(
+      this.url('documents', 'ack'),
+      { method: 'POST', body: JSON.stringify({ path, token, saved, detached, deleted }) }
+    );
+    return answer.acknowledged;
   }
 
   async planners(): Promise<PlannerKindInfo[]> {

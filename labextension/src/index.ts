@@ -20,6 +20,7 @@ import { Widget } from '@lumino/widgets';
 import { BccApi } from './api';
 import { fullSizeFigure } from './dom';
 import { WorkflowPanel } from './panel';
+import { DocumentCoeditor } from './coedit';
 import { NotebookSync } from './sync';
 import type { ControlId } from './view';
 
@@ -76,6 +77,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const chosen = result.value?.[0];
         return result.button.accept && chosen ? chosen.path : null;
       },
+      openNotebook: path => {
+        void app.commands.execute('docmanager:open', { path });
+      },
       beforeStart: async path => {
         const widget = docManager.findWidget(path);
         if (widget && widget.context.model.dirty) {
@@ -105,8 +109,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.shell.add(panel, 'right', { rank: 1000 });
-    const sync = new NotebookSync(panel, docManager);
-    panel.disposed.connect(() => sync.dispose());
+    const coeditor = new DocumentCoeditor(api, tracker, docManager);
+    const sync = new NotebookSync(panel, docManager, path => coeditor.holds(path));
+    panel.eventsReceived.connect((_, events) => {
+      if (events.some(e => e.kind === 'cell')) {
+        coeditor.poke();
+      }
+    });
+    panel.disposed.connect(() => {
+      sync.dispose();
+      coeditor.dispose();
+    });
 
     const follow = (): void => {
       const current = tracker.currentWidget;
@@ -114,7 +127,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     tracker.currentChanged.connect(follow);
     tracker.widgetAdded.connect((_, widget) => {
-      widget.context.pathChanged.connect(follow);
+      let known = widget.context.path;
+      widget.context.pathChanged.connect((_, path) => {
+        const old = known;
+        known = path;
+        if (panel.path === old) {
+          panel.notebookRenamed(old, path); // the workflow moves with its notebook
+        } else {
+          follow();
+        }
+      });
     });
     void app.restored.then(follow);
     if (labShell) {

@@ -11,6 +11,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { ApiError, BccApi } from './api';
+import { WorkflowsList } from './workflowsList';
+import { stateDetail, statusSentence } from './statusWords';
 import { h, keyValueTable, replaceChildren, section } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
@@ -64,6 +66,8 @@ export interface PanelServices {
   beforeStart(path: string): Promise<void>;
   /** Show ``figure`` at full size in the main area (the side panel is too narrow for it). */
   openFigure(title: string, figure: HTMLElement): void;
+  /** Open a notebook in the main area (the workflows list's Open). */
+  openNotebook?(path: string): void;
 }
 
 /** How often the panel looks for a workflow started elsewhere (CLI, REST, another tab). */
@@ -93,6 +97,7 @@ export class WorkflowPanel extends Widget {
   private _snapshotChanged = new Signal<this, WorkflowSnapshot | null>(this);
   private _eventsReceived = new Signal<this, WorkflowEvent[]>(this);
   private reloadAction: (() => void) | null = null;
+  private readonly workflowsList: WorkflowsList;
 
   constructor(private readonly services: PanelServices) {
     super();
@@ -106,12 +111,19 @@ export class WorkflowPanel extends Widget {
     this.formNode = h('div', { class: 'jp-NotebookBcc-formArea' });
     this.bodyNode = h('div', { class: 'jp-NotebookBcc-body' });
     this.diagramNode = h('div', { class: 'jp-NotebookBcc-diagramBody' });
+    this.workflowsList = new WorkflowsList({
+      api: services.api,
+      open: path => services.openNotebook?.(path),
+      confirm: (title, body, accept) => services.confirm(title, body, accept),
+      notify: (kind, message) => this.notify(kind, message)
+    });
     this.node.append(
       this.headerNode,
       this.noticeNode,
       this.reloadNode,
       this.formNode,
-      this.bodyNode
+      this.bodyNode,
+      this.workflowsList.node
     );
     void services.api
       .fsm()
@@ -162,6 +174,22 @@ export class WorkflowPanel extends Widget {
     this.hideReloadNotice();
     this.closeStartForm();
     await this.discover();
+  }
+
+  /**
+   * The shown notebook was renamed or moved (Lab's rename, "Rename and Save", a move in the
+   * file browser): the server re-keys its workflow to the new path, so keep following it.
+   */
+  notebookRenamed(oldPath: string, newPath: string): void {
+    if (this.notebookPath !== oldPath) {
+      return;
+    }
+    this.notebookPath = newPath;
+    if (!this.feed) {
+      void this.discover();
+      return;
+    }
+    this.render();
   }
 
   /** Find the notebook's workflow (the active one, else its latest) and follow it. */
@@ -612,11 +640,6 @@ export class WorkflowPanel extends Widget {
         'div',
         { class: 'jp-NotebookBcc-statusRow' },
         badge,
-        h(
-          'span',
-          { class: 'jp-NotebookBcc-state', 'data-testid': 'bcc-state' },
-          humanState(snapshot.fsm.state)
-        ),
         canStartAnother && !this.startForm
           ? h(
               'button',
@@ -630,15 +653,17 @@ export class WorkflowPanel extends Widget {
             )
           : null
       ),
-      // A waiting run's reason is usually its decision's question, shown just below.
-      snapshot.run.reason &&
-        !snapshot.run.pending.some(p => p.message === snapshot.run.reason)
-        ? h(
-            'div',
-            { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason' },
-            snapshot.run.reason
-          )
-        : null
+      // what the run does or needs, in words; the FSM state in a details line below it
+      h(
+        'div',
+        { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason' },
+        statusSentence(snapshot)
+      ),
+      h(
+        'div',
+        { class: 'jp-NotebookBcc-state', 'data-testid': 'bcc-state' },
+        stateDetail(snapshot)
+      )
     );
   }
 

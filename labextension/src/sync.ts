@@ -1,6 +1,8 @@
 /**
  * Keeps the open notebook in step with the cells the engine writes (D10).
  *
+ * A fallback only: while the co-editor (coedit.ts) holds the open notebook the server does not
+ * write its file and this stays idle. Otherwise (the hold lapsed, e.g. the server restarted):
  * JupyterLab does not reload a file changed on disk. While a workflow runs, the notebook's
  * modification time on the server is compared with the open document's; when the server's is
  * newer, an unmodified document is reverted (the user sees the cells appear) and a modified
@@ -28,7 +30,9 @@ export class NotebookSync {
 
   constructor(
     private readonly panel: WorkflowPanel,
-    private readonly docManager: IDocumentManager
+    private readonly docManager: IDocumentManager,
+    /** True when the co-editor holds the path: the server does not write its file then. */
+    private readonly heldElsewhere: (path: string) => boolean = () => false
   ) {
     panel.snapshotChanged.connect(this.onSnapshot, this);
     panel.eventsReceived.connect(this.onEvents, this);
@@ -84,7 +88,7 @@ export class NotebookSync {
   /** Compare the file on the server with the open document; revert or offer a reload. */
   async check(): Promise<void> {
     const path = this.panel.path;
-    if (this.disposed || this.checking || path === null) {
+    if (this.disposed || this.checking || path === null || this.heldElsewhere(path)) {
       return;
     }
     const widget = this.docManager.findWidget(path);

@@ -203,6 +203,7 @@ export interface WorkflowSummary {
   active: boolean;
   live: boolean;
   running: boolean;
+  last_activity?: string | null;
 }
 
 export interface FsmTransition {

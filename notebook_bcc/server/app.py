@@ -31,7 +31,10 @@ from traitlets import (
 )
 
 from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.server.coedit import Coediting, ydoc_extension
+from notebook_bcc.server.coedit_handlers import COEDIT_SETTING, coedit_routes
 from notebook_bcc.server.contents import Contents
+from notebook_bcc.server.follow import NotebookFollower
 from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
 from notebook_bcc.server.replace_save import install_replace_on_save
@@ -188,10 +191,13 @@ class NotebookBccApp(ExtensionApp):
             Kernels(server.session_manager, server.kernel_manager),
         )
         self.settings[SERVICE_SETTING] = self.service
+        self.service.coedit = Coediting(ydoc=ydoc_extension(server))
+        self.settings[COEDIT_SETTING] = self.service.coedit
+        NotebookFollower(self.service).install(server.event_logger)
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""
-        self.handlers.extend(route_table())
+        self.handlers.extend([*coedit_routes(), *route_table()])
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Once the event loop runs: open the store and apply the restart policy."""

@@ -181,6 +181,9 @@ class WorkflowSummary(WireModel):
     active: bool = Field(description="Holds its notebook (one active workflow per notebook).")
     live: bool = Field(description="An engine drives it in this server process.")
     running: bool = Field(description="Its run loop is executing right now.")
+    last_activity: str | None = Field(
+        default=None, description="When its FSM or run status last changed (ISO 8601)."
+    )
     kernel_id: str | None = Field(
         default=None, description="The session kernel it runs on (live workflows only)."
     )

@@ -46,6 +46,7 @@ from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
+from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import (
     Contents,
     api_path,
@@ -83,6 +84,7 @@ from notebook_bcc.server.restore import (
     replace_kernel,
     restored_options,
 )
+from notebook_bcc.server.stopping import interrupt_running_cell, is_stop, stop_command
 from notebook_bcc.server.stream import EventFeed, WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.errors import NotebookBusyError
@@ -162,6 +164,9 @@ def _validation_problems(exc: ValidationError) -> list[str]:
 
 class WorkflowService:
     """Creates, drives, commands and stops workflows; answers queries from the store."""
+
+    coedit: Coediting | None = None
+    """Open documents and collaboration rooms the writers write into (set by the app)."""
 
     def __init__(self, settings: ServiceSettings, contents: Contents, kernels: Kernels) -> None:
         self.settings = settings
@@ -424,6 +429,10 @@ class WorkflowService:
             if live.running
         ]
 
+    def live_workflows(self) -> list[LiveWorkflow]:
+        """The workflows engines drive in this server now."""
+        return list(self._live.values())
+
     def live(self, workflow_id: str) -> LiveWorkflow | None:
         """The live workflow with this id, if an engine drives it here."""
         return self._live.get(workflow_id)
@@ -466,6 +475,9 @@ class WorkflowService:
                     live=live is not None,
                     running=live is not None and live.running,
                     kernel_id=live.kernel.kernel_id if live is not None else None,
+                    last_activity=max(
+                        (t for t in (snap.fsm.timestamp, snap.run.since) if t), default=None
+                    ),
                 )
             )
         return WorkflowList(workflows=rows)
@@ -846,8 +858,10 @@ class WorkflowService:
     ) -> KernelRuntime:
         """The kernel side of a workflow: the session kernel and the contents-manager writer."""
         writer = ContentsNotebookWriter(
-            self.contents, notebook, document, debounce=options.write_debounce
+            self.contents, notebook, document, debounce=options.write_debounce, coedit=self.coedit
         )
+        if self.coedit is not None:
+            self.coedit.register(workflow_id, writer)
         return KernelRuntime(
             notebook_path=Path(self.contents.os_path(notebook) or notebook),
             workflow_id=workflow_id,
@@ -905,7 +919,10 @@ class WorkflowService:
                 f"a command is a JSON object, got {type(body).__name__}",
                 details={"type": type(body).__name__},
             )
-        snapshot = await live.engine.command(body)
+        if is_stop(body):
+            snapshot = await stop_command(live, body, self.kernels, self.settings.stop_timeout)
+        else:
+            snapshot = await live.engine.command(body)
         self._ensure_running(live)
         return snapshot
 
@@ -944,10 +961,11 @@ class WorkflowService:
         task = live.task
         if task is not None and not task.done():
             live.engine.request_interrupt()
-            _, late = await asyncio.wait([task], timeout=self.settings.stop_timeout)
+            await interrupt_running_cell(live, self.kernels)  # a stuck cell must not hold it
+            _, late = await asyncio.wait([task], timeout=self.settings.stop_timeout / 2)
             if late:
                 task.cancel()
-                await asyncio.wait([task], timeout=self.settings.stop_timeout)
+                await asyncio.wait([task], timeout=self.settings.stop_timeout / 4)
         await self._close_live(live)
         await store.call(lambda s: s.deactivate(workflow_id))
         snapshot = live.engine.snapshot

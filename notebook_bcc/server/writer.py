@@ -14,18 +14,37 @@ the ones of the last save, nothing is read back; otherwise the notebook is read 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
+import uuid
+from datetime import datetime
 from pathlib import Path
 from time import monotonic
 from typing import Any
 
+from notebook_bcc.kernel.cells import bcc_of
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.errors import NotebookWriteError
+from notebook_bcc.kernel.results import CellRecord
 from notebook_bcc.kernel.serialize import notebook_text
 from notebook_bcc.kernel.writer import NotebookWriter, WriteReport, _Outcome, _Plan, _Stamp
+from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import Contents, Stamp
+from notebook_bcc.server.doc_merge import MergePlan, WorkflowCell, plan_merge
 from notebook_bcc.server.errors import ContentsError
+
+log = logging.getLogger(__name__)
+
+_RECHECK_S = 2.0
+"""While the open document is held, how often a deferred write looks again."""
+
+_PENDING_PLANS = 32
+"""Merge plans handed out and not yet acknowledged, kept at most."""
+
+_DOC_METADATA = ("kernelspec", "language_info", "title", "notebook_bcc")
+"""Notebook metadata keys the workflow sets in an open document."""
 
 _ATTEMPTS = 3
 """How many times a write is merged again when the notebook changed while it was merged."""
@@ -57,12 +76,252 @@ class ContentsNotebookWriter(NotebookWriter):
         document: NotebookDocument,
         *,
         debounce: float = 1.0,
+        coedit: Coediting | None = None,
     ) -> None:
         super().__init__(Path(api_path), document, debounce=debounce, fsync=False)
         self.contents = contents
         self.api_path = api_path
+        self.coedit = coedit
+        self.version = 0
+        """Bumped on every cell or metadata change (the panel asks for a merge when it moves)."""
+        self.closed = False
+        self.gone = False
+        """The notebook was deleted: nothing is written any more (the run pauses)."""
         self._current: dict[str, Any] | None = None
         self._current_error: str | None = None
+        self._applied: dict[str, str] = {}
+        self._known: dict[str, set[str]] = {}
+        """Per browser (holder): the cells it acknowledged having in its document."""
+        self._placed_at: dict[str, float] = {}
+        """When each cell first reached the file (epoch seconds, the file's clock)."""
+        self._pending: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {}
+
+    # -- changes --------------------------------------------------------------------------
+
+    def put(self, record: CellRecord) -> None:
+        """A cell changed: bump :attr:`version`, write with the next (debounced) write."""
+        self.version += 1
+        super().put(record)
+
+    def metadata_changed(self, metadata: Any) -> None:
+        """Notebook metadata changed: bump :attr:`version`, write with the next write."""
+        self.version += 1
+        super().metadata_changed(metadata)
+
+    def rename(self, api_path: str) -> None:
+        """The notebook was renamed or moved: write to ``api_path`` from now on."""
+        self.api_path = api_path
+        self.path = Path(api_path)
+
+    # -- where a write goes ---------------------------------------------------------------
+
+    async def flush_async(self) -> WriteReport:
+        """Write the workflow's cells where the notebook lives now (see :mod:`.coedit`)."""
+        if self.gone:
+            return WriteReport(self.path, written=False)
+        coedit = self.coedit
+        if coedit is None:
+            return await self._flush_file()
+        room = await coedit.room_document(self.api_path)
+        if room is not None:
+            return await self._flush_room(room)
+        if coedit.leases.held(self.api_path):
+            self._defer()
+            return WriteReport(self.path, written=False)
+        return await self._flush_file()
+
+    async def aclose(self) -> WriteReport:
+        """Write what is left. While a browser holds the notebook the writer stays registered
+        (the browser still merges the last cells from it) and writes the file only once the
+        hold lapses; then it unregisters."""
+        self.closed = True
+        report = await super().aclose()
+        if self.coedit is not None and report.written:
+            self._release()
+        return report
+
+    async def _flush_file(self) -> WriteReport:
+        if self.coedit is not None:
+            log.debug(
+                "notebook-bcc: %s is not open in a browser: the workflow saves it", self.api_path
+            )
+        report = await super().flush_async()
+        self._applied.clear()  # an open document no longer holds what was applied to it
+        if report.written and self._stamp is not None:
+            written_at = self._stamp.mtime_ns / 1e9
+            for cell_id in self._placed:
+                self._placed_at.setdefault(cell_id, written_at)
+        if self.closed and report.written:
+            self._release()
+        return report
+
+    def _release(self) -> None:
+        if self.coedit is None:
+            return
+        for workflow_id, writer in self.coedit.writers():
+            if writer is self:
+                self.coedit.unregister(workflow_id)
+
+    def _defer(self) -> None:
+        """Look again shortly: the hold may lapse (browser gone) and the file need the cells."""
+        if self._timer is not None or not (self.dirty or self.closed):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._timer = loop.call_later(max(self.debounce, _RECHECK_S), self._fire)
+
+    async def settled(self) -> None:
+        """Return once no file write is in flight."""
+        if self._lock is not None:
+            async with self._lock:
+                pass
+
+    # -- open documents -------------------------------------------------------------------
+
+    def _workflow_cells(self) -> list[WorkflowCell]:
+        self._plan()  # serialize what changed (fragments are the cells' file form)
+        cells: list[WorkflowCell] = []
+        for cell in self.document.cells:
+            cell_id = str(cell.get("id"))
+            if bcc_of(cell) is None or cell_id not in self._fragments:
+                continue
+            digest = hashlib.sha1(self._fragments[cell_id].encode("utf-8")).hexdigest()
+            cells.append(WorkflowCell(cell_id, self._sources[cell_id], digest))
+        return cells
+
+    def _plan_for(
+        self, view: list[tuple[str | None, str]], placed: set[str]
+    ) -> tuple[MergePlan, dict[str, WorkflowCell]]:
+        cells = self._workflow_cells()
+        plan = plan_merge(
+            view,
+            cells,
+            baseline=self._written,
+            placed=placed,
+            applied=self._applied,
+            detached=self._detached,
+            deleted=self._deleted,
+        )
+        return plan, {cell.cell_id: cell for cell in cells}
+
+    def _cell_json(self, cell_id: str) -> dict[str, Any]:
+        cell = self.document.get(cell_id)
+        assert cell is not None
+        data: dict[str, Any] = json.loads(json.dumps(cell))
+        return data
+
+    def doc_metadata(self) -> dict[str, Any]:
+        """The notebook metadata keys the workflow owns, as JSON."""
+        meta = self.document.nb.metadata
+        data: dict[str, Any] = json.loads(
+            json.dumps({key: meta[key] for key in _DOC_METADATA if key in meta})
+        )
+        return data
+
+    def merge_for_document(
+        self, holder: str, view: list[tuple[str | None, str]], document_modified: str | None
+    ) -> dict[str, Any]:
+        """A merge plan against browser ``holder``'s document (see :meth:`acknowledge`).
+
+        A workflow cell missing from the document counts as deleted by the user only when
+        the document had it: the browser acknowledged it, or the cell was in the file when
+        the document was loaded or last saved (``document_modified``). A document loaded
+        earlier (another tab, a stale model) gets the cell inserted instead.
+        """
+        loaded = _epoch(document_modified)
+        had = set(self._known.get(holder, ()))
+        if loaded is not None:
+            had |= {cid for cid, at in self._placed_at.items() if at <= loaded + 0.001}
+        plan, cells = self._plan_for(view, had)
+        token = uuid.uuid4().hex
+        self._pending[token] = (
+            holder,
+            {op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops},
+        )
+        while len(self._pending) > _PENDING_PLANS:
+            self._pending.pop(next(iter(self._pending)))
+        return {
+            "version": self.version,
+            "token": token,
+            "ops": [
+                {
+                    "op": op.op,
+                    "index": op.index,
+                    "cell_id": op.cell_id,
+                    "cell": self._cell_json(op.cell_id),
+                }
+                for op in plan.ops
+            ],
+            "metadata": self.doc_metadata(),
+            "detached": sorted(plan.detached),
+            "deleted": sorted(plan.deleted),
+        }
+
+    def acknowledge(
+        self, token: str, saved: str | None, detached: list[str], deleted: list[str]
+    ) -> bool:
+        """The browser applied the plan ``token`` and saved it (file version ``saved``);
+        False when the plan is unknown (superseded: merge again)."""
+        pending = self._pending.pop(token, None)
+        if pending is None:
+            return False
+        holder, applied = pending
+        self._known.setdefault(holder, set()).update(applied)
+        at = _epoch(saved)
+        if at is not None:
+            for cell_id in applied:
+                self._placed_at.setdefault(cell_id, at)
+        self._commit_document(applied, set(detached), set(deleted))
+        return True
+
+    def _commit_document(
+        self, applied: dict[str, tuple[str, str]], detached: set[str], deleted: set[str]
+    ) -> None:
+        ours = {cell.cell_id for cell in self._workflow_cells()}
+        for cell_id, (source, digest) in applied.items():
+            self._placed.add(cell_id)
+            self._written[cell_id] = source
+            self._applied[cell_id] = digest
+        self._detached |= detached & ours
+        self._deleted |= deleted & ours
+        # the file changes under the server from now on: its next file write merges afresh
+        self._stamp = None
+        self._digest = None
+
+    async def _flush_room(self, room: Any) -> WriteReport:
+        """Apply the workflow's cells to a collaboration room's shared notebook."""
+        began = monotonic()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        view = [
+            (
+                str(ycell.get("id")) if ycell.get("id") else None,
+                str(ycell["source"]) if "source" in ycell else "",
+            )
+            for ycell in room.ycells
+        ]
+        plan, cells = self._plan_for(view, self._placed)
+        with room.ydoc.transaction():
+            for op in plan.ops:
+                value = self._cell_json(op.cell_id)
+                if op.op == "insert":
+                    room.ycells.insert(op.index, room.create_ycell(value))
+                else:
+                    room.set_cell(op.index, value=value)
+        self._commit_document(
+            {op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops},
+            plan.detached,
+            plan.deleted,
+        )
+        report = WriteReport(self.path, written=bool(plan.ops))
+        report.cells = len(view) + sum(1 for op in plan.ops if op.op == "insert")
+        report.detached = sorted(self._detached)
+        report.deleted = sorted(self._deleted)
+        report.duration_s = monotonic() - began
+        return report
 
     def flush(self) -> WriteReport:
         """Not available: a contents manager is asynchronous; use :meth:`flush_async`."""
@@ -146,3 +405,13 @@ class ContentsNotebookWriter(NotebookWriter):
             )
         data: dict[str, Any] = json.loads(json.dumps(self._current))
         return data
+
+
+def _epoch(value: str | None) -> float | None:
+    """An ISO time (a contents model's ``last_modified``) as epoch seconds, or None."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -270,6 +270,40 @@ class SqliteStore:
             )
         )
 
+    def move_notebook(self, old: str, new: str | None) -> list[str]:
+        """The notebook ``old`` (or a folder holding notebooks) was renamed to ``new``, or
+        deleted (``new`` None): re-key its workflows, so that a new notebook at ``old`` never
+        finds them. A deleted notebook's workflows keep their path in the snapshot only.
+        Returns the workflow ids moved (the version does not change: this is no transition).
+        """
+        prefix = old.rstrip("/") + "/"
+
+        def target(path: str) -> str | None:
+            if new is None:
+                return None
+            return new if path == old else new.rstrip("/") + "/" + path[len(prefix) :]
+
+        def move() -> list[str]:
+            rows = self._db.execute(
+                "SELECT workflow_id, notebook_path, snapshot FROM workflows"
+                " WHERE notebook_path = ? OR substr(notebook_path, 1, ?) = ?",
+                (old, len(prefix), prefix),
+            ).fetchall()
+            moved: list[str] = []
+            for workflow_id, path, text in rows:
+                to = target(path)
+                snapshot = WorkflowSnapshot.model_validate_json(text)
+                if to is not None:
+                    snapshot = snapshot.model_copy(update={"notebook_path": to})
+                self._db.execute(
+                    "UPDATE workflows SET notebook_path = ?, snapshot = ? WHERE workflow_id = ?",
+                    (to, _dump(snapshot), workflow_id),
+                )
+                moved.append(workflow_id)
+            return moved
+
+        return self._write(move)
+
     # -- commits -----------------------------------------------------------------------------
 
     def commit(self, change: Commit) -> CommitResult:

@@ -100,10 +100,37 @@ class RestError(AssertionError):
     """A REST answer that was not the one expected: its status and body."""
 
 
-class Lab:
-    """A real ``jupyter lab`` with notebook-bcc, in a private home, on a free port."""
+COLLAB_SITE = REPO / ".collab-site"
+"""Where ``pip install --target`` may have put jupyter-collaboration for these tests (the
+``collab`` extra installed into the environment works too)."""
 
-    def __init__(self, home: Path) -> None:
+
+def collaboration_env() -> dict[str, str] | None:
+    """Environment for a Lab with jupyter-collaboration, or None when it is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("jupyter_server_ydoc") is not None:
+        return {}
+    if not (COLLAB_SITE / "jupyter_server_ydoc").is_dir():
+        return None
+    return {
+        "PYTHONPATH": os.pathsep.join(
+            part for part in (os.environ.get("PYTHONPATH", ""), str(COLLAB_SITE)) if part
+        ),
+        "JUPYTER_PATH": str(COLLAB_SITE / "share" / "jupyter"),
+        "JUPYTER_CONFIG_PATH": str(COLLAB_SITE / "etc" / "jupyter"),
+    }
+
+
+class Lab:
+    """A real ``jupyter lab`` with notebook-bcc, in a private home, on a free port.
+
+    ``collaborative``: with jupyter-collaboration (``collaboration_env``); otherwise it is
+    switched off even when installed, so the plain single-user mode is what gets tested.
+    """
+
+    def __init__(self, home: Path, *, collaborative: bool = False) -> None:
+        self.collaborative = collaborative
         self.home = home
         self.root = home / "root"
         self.root.mkdir(parents=True)
@@ -132,6 +159,12 @@ class Lab:
             "JUPYTER_PREFER_ENV_PATH": "0",
             "JUPYTER_RUNTIME_DIR": str(self.home / "runtime"),
         }
+        collab = collaboration_env()
+        if self.collaborative:
+            assert collab is not None, "jupyter-collaboration is not installed"
+            env.update(collab)
+        elif collab is not None:
+            self._switch_off_collaboration()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [
@@ -153,6 +186,21 @@ class Lab:
                 env=env,
                 cwd=self.root,
             )
+
+    def _switch_off_collaboration(self) -> None:
+        """jupyter-collaboration is installed: turn it off for this (single-user) Lab."""
+        config = self.home / "config"
+        (config / "labconfig").mkdir(parents=True, exist_ok=True)
+        off = {"jupyter_server_ydoc": False, "jupyter_collaboration": False}
+        (config / "jupyter_server_config.json").write_text(
+            json.dumps({"ServerApp": {"jpserver_extensions": off}})
+        )
+        disabled = dict.fromkeys(
+            ("@jupyter/collaboration-extension", "@jupyter/docprovider-extension"), True
+        )
+        (config / "labconfig" / "page_config.json").write_text(
+            json.dumps({"disabledExtensions": disabled})
+        )
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout

@@ -292,7 +292,9 @@ def test_start_form_from_the_palette_refuses_a_bad_blueprint(lab: Lab, pages: Pa
     expect(tid(panel, "bcc-empty")).to_be_visible()
 
 
-def test_unsaved_edits_get_a_reload_notice_instead_of_a_revert(lab: Lab, pages: Pages) -> None:
+def test_unsaved_edits_stay_and_the_workflow_cells_join_them(lab: Lab, pages: Pages) -> None:
+    """Issue 20: the workflow's next cells are merged into a document with unsaved edits (no
+    reload notice, no revert); the user's save then writes both, with no "File Changed"."""
     notebook = "actions/edited.ipynb"
     blueprint = lab.copy_fixture_blueprint("confirm.yaml")
     first = lab.start_workflow(notebook, blueprint, auto_confirm=False)
@@ -306,27 +308,30 @@ def test_unsaved_edits_get_a_reload_notice_instead_of_a_revert(lab: Lab, pages: 
     expect(notebook_cells(page)).to_have_count(written)
 
     # the user types into the notebook and does not save
-    editor = notebook_cells(page).last.locator(".cm-content")
+    editor = notebook_cells(page).first.locator(".cm-content")
     editor.click()
     page.keyboard.type("  # an unsaved edit")
     tab = notebook_tab(page, "edited.ipynb")
     expect(tab).to_have_class(DIRTY)
 
-    # the workflow goes on and writes another cell: the panel offers a reload, edits stay
+    # the workflow goes on and writes another cell: it appears, the edit stays unsaved
     lab.approve(waiting)
     lab.wait_snapshot(first["workflow_id"], lambda s: s["run"]["status"] == "completed", "the end")
-    notice = tid(panel, "bcc-reload-notice")
-    expect(notice).to_be_visible(timeout=UI_MS)
+    expect(notebook_cells(page)).to_have_count(written + 1, timeout=UI_MS)
+    expect(tid(panel, "bcc-reload-notice")).to_have_count(0)
     expect(tab).to_have_class(DIRTY)
-    expect(notebook_cells(page).last.locator(".cm-content")).to_contain_text("an unsaved edit")
+    expect(notebook_cells(page).first.locator(".cm-content")).to_contain_text("an unsaved edit")
     assert_panel_layout(page)
-    shots(page, "11-9-reload-notice")
+    shots(page, "11-9-merged-into-unsaved-edits")
 
-    tid(notice, "bcc-reload").click()
-    expect(notice).to_have_count(0, timeout=UI_MS)
-    expect(tab).not_to_have_class(DIRTY)
-    expect(notebook_cells(page)).to_have_count(len(lab.notebook_cells(notebook)))
-    assert len(lab.notebook_cells(notebook)) > written
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    expect(tab).not_to_have_class(DIRTY, timeout=UI_MS)
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    on_disk = lab.notebook_cells(notebook)
+    assert len(on_disk) == written + 1
+    source = on_disk[0]["source"]
+    assert "an unsaved edit" in (source if isinstance(source, str) else "".join(source))
 
 
 SLOW_BLUEPRINT = """\

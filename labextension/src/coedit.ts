@@ -1,0 +1,295 @@
+/**
+ * Co-editing without jupyter-collaboration: the workflow's cells go into the open document.
+ *
+ * Two writers on one file lose cells (Lab's "File Changed" dialog, then "Overwrite"). So this
+ * browser *holds* every notebook it has open (a heartbeat to ``POST /documents``): while held,
+ * the server does not write the file. When a held notebook's workflow changes cells, the
+ * coeditor asks the server for a merge plan against the document (``/documents/merge``) and
+ * applies it to the document model (inserts and in-place updates of workflow cells only).
+ * A document without unsaved edits is saved at once (it stays clean); one with the user's
+ * edits is saved by the user (Ctrl-S, autosave), never by a second save racing theirs. Each
+ * save acknowledges the plans it wrote. Lab stays the only writer of the file, so the user
+ * can edit, run and save at any time. With jupyter-collaboration the server writes into the
+ * shared room document itself and nothing here runs.
+ */
+import type { IDocumentManager } from '@jupyterlab/docmanager';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type * as nbformat from '@jupyterlab/nbformat';
+
+import type { BccApi, CellOp, MergeAnswer } from './api';
+import { opsStillApply } from './coeditRule';
+
+/** Heartbeat period; cells appear within this (sooner on a live "cell" event). */
+const BEAT_MS = 1500;
+
+function randomHolder(): string {
+  const bytes = new Uint8Array(12);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, b => b.toString(16).padStart(2, '0')).join('');
+}
+
+export class DocumentCoeditor {
+  readonly holder = randomHolder();
+  private timer: number | null = null;
+  private beating = false;
+  private disposed = false;
+  private readonly versions = new Map<string, number>();
+  private readonly busy = new Set<string>();
+  /** Paths whose last merge could not be applied (the document moved): merge again. */
+  private readonly retry = new Set<string>();
+  /** Paths held by the last successful heartbeat, and until when (epoch ms). */
+  private held = new Set<string>();
+  private heldUntil = 0;
+  /** Plans applied to a document and not yet in its file: acknowledged by its next save. */
+  private readonly unsaved = new Map<string, MergeAnswer[]>();
+  private readonly saving = new Set<string>();
+  private readonly inFlight = new Map<string, MergeAnswer[]>();
+
+  constructor(
+    private readonly api: BccApi,
+    private readonly tracker: INotebookTracker,
+    private readonly docManager: IDocumentManager
+  ) {
+    this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
+    tracker.widgetAdded.connect((_, panel) => {
+      serializeSaves(panel);
+      panel.context.saveState.connect((context, state) => {
+        const path = context.path;
+        if (state === 'started') {
+          // what this save writes: the plans applied so far, not those applied meanwhile
+          this.saving.add(path);
+          this.inFlight.set(path, this.unsaved.get(path) ?? []);
+          this.unsaved.delete(path);
+          return;
+        }
+        this.saving.delete(path);
+        const plans = this.inFlight.get(path) ?? [];
+        this.inFlight.delete(path);
+        if (state === 'completed') {
+          void this.acknowledge(panel, plans);
+        } else {
+          this.unsaved.set(path, [...plans, ...(this.unsaved.get(path) ?? [])]);
+        }
+      });
+      void this.beat();
+    });
+  }
+
+  /** Every plan applied to ``panel``'s document is in its file now (it was just saved). */
+  private async acknowledge(panel: NotebookPanel, plans: MergeAnswer[]): Promise<void> {
+    const path = panel.context.path;
+    const saved = panel.context.contentsModel?.last_modified ?? null;
+    for (const plan of plans) {
+      try {
+        await this.api.acknowledgeMerge(path, plan.token, saved, plan.detached, plan.deleted);
+      } catch {
+        // the server forgot the plan (restart): the next merge finds the cells in place
+      }
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.timer !== null) {
+      window.clearInterval(this.timer);
+      this.timer = null;
+    }
+    void this.api.holdDocuments(this.holder, []).catch(() => undefined);
+  }
+
+  /** Whether this browser holds ``path`` now (the server then writes into its document). */
+  holds(path: string): boolean {
+    return this.held.has(path) && Date.now() < this.heldUntil;
+  }
+
+  /** A workflow event says cells changed: look now rather than at the next beat. */
+  poke(): void {
+    void this.beat();
+  }
+
+  private openNotebooks(): NotebookPanel[] {
+    const panels: NotebookPanel[] = [];
+    this.tracker.forEach(panel => {
+      const context = panel.context;
+      if (context.isReady && !context.model.collaborative) {
+        panels.push(panel);
+      }
+    });
+    return panels;
+  }
+
+  /** One heartbeat: hold the open notebooks, merge those whose workflow moved on. */
+  async beat(): Promise<void> {
+    if (this.disposed || this.beating) {
+      return;
+    }
+    this.beating = true;
+    try {
+      const panels = this.openNotebooks();
+      const paths = [...new Set(panels.map(p => p.context.path))];
+      const sentAt = Date.now();
+      const answer = await this.api.holdDocuments(this.holder, paths);
+      this.held = new Set(paths);
+      this.heldUntil = sentAt + answer.ttl * 1000;
+      for (const doc of answer.documents) {
+        if (this.versions.get(doc.path) !== doc.version || this.retry.has(doc.path)) {
+          const panel = panels.find(p => p.context.path === doc.path);
+          if (panel) {
+            void this.merge(panel, doc.version);
+          }
+        }
+      }
+    } catch {
+      // the server may be restarting; the next beat holds again
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private view(panel: NotebookPanel): Array<[string | null, string]> {
+    const shared = panel.context.model.sharedModel;
+    return shared.cells.map(cell => [cell.id ?? null, cell.getSource()]);
+  }
+
+  /** Bring the workflow's cells into ``panel``'s document, save, acknowledge. */
+  async merge(panel: NotebookPanel, version: number): Promise<void> {
+    const context = panel.context;
+    const path = context.path;
+    if (this.busy.has(path)) {
+      return;
+    }
+    this.busy.add(path);
+    try {
+      const sent = this.view(panel);
+      const wasDirty = context.model.dirty;
+      const plan = await this.api.mergeDocument(
+        this.holder,
+        path,
+        sent,
+        context.contentsModel?.last_modified ?? null
+      );
+      if (context.path !== path || context.isDisposed) {
+        return;
+      }
+      const changed = this.apply(panel, sent, plan);
+      if (changed === null) {
+        this.retry.add(path); // the user changed the document meanwhile: plan again
+        return;
+      }
+      this.retry.delete(path);
+      this.versions.set(path, Math.max(version, plan.version));
+      if (plan.ops.length > 0) {
+        const plans = this.unsaved.get(path) ?? [];
+        plans.push(plan);
+        this.unsaved.set(path, plans);
+      }
+      if (changed && !wasDirty && !this.saving.has(path)) {
+        // nothing of the user's is unsaved: keep the notebook clean, as the user left it.
+        // With unsaved edits the user's own save (or autosave) writes both: a second save
+        // racing theirs would be what makes Lab ask "File Changed".
+        await this.save(panel);
+      }
+    } catch {
+      this.retry.add(path);
+    } finally {
+      this.busy.delete(path);
+    }
+  }
+
+  /** Apply a plan; null when the document no longer matches what the plan was made for. */
+  private apply(
+    panel: NotebookPanel,
+    sent: Array<[string | null, string]>,
+    plan: MergeAnswer
+  ): boolean | null {
+    const model = panel.context.model;
+    const shared = model.sharedModel;
+    if (!opsStillApply(sent, this.view(panel), plan.ops)) {
+      return null;
+    }
+    let changed = false;
+    shared.transact(() => {
+      for (const op of plan.ops) {
+        applyOp(panel, op);
+        changed = true;
+      }
+      for (const [key, value] of Object.entries(plan.metadata)) {
+        const current = model.getMetadata(key);
+        if (JSON.stringify(current) !== JSON.stringify(value)) {
+          model.setMetadata(key, value as never);
+          changed = true;
+        }
+      }
+    });
+    return changed;
+  }
+
+  /** Save through Lab; a file the server wrote while nobody held it is saved over after a
+   *  merge (its cells are in the document now) and the document reloaded from it. */
+  private async save(panel: NotebookPanel): Promise<void> {
+    const context = panel.context;
+    const contents = this.docManager.services.contents;
+    const disk = await contents.get(context.path, { content: false });
+    const mine = context.contentsModel?.last_modified;
+    const newer = mine && Date.parse(disk.last_modified) > Date.parse(mine) + 500;
+    if (!newer) {
+      await context.save();
+      return;
+    }
+    const plans = this.unsaved.get(context.path) ?? [];
+    this.unsaved.delete(context.path);
+    await contents.save(context.path, {
+      type: 'notebook',
+      format: 'json',
+      content: context.model.toJSON()
+    });
+    await context.revert();
+    await this.acknowledge(panel, plans);
+  }
+}
+
+/**
+ * One save at a time per document. Lab checks, before it saves, that the file is the version
+ * it last wrote; a second save that starts while the first is still finishing sees the first
+ * one's file and asks "File Changed". The co-editor saves too (a clean document stays clean),
+ * so every save of the document -- Ctrl-S, autosave, ours -- waits for the previous one.
+ */
+function serializeSaves(panel: NotebookPanel): void {
+  const context = panel.context;
+  const save = context.save.bind(context);
+  let previous: Promise<unknown> = Promise.resolve();
+  context.save = (): Promise<void> => {
+    const next = previous.then(() => save());
+    previous = next.catch(() => undefined);
+    return next;
+  };
+}
+
+function applyOp(panel: NotebookPanel, op: CellOp): void {
+  const shared = panel.context.model.sharedModel;
+  const cell = op.cell as unknown as nbformat.ICell;
+  if (op.op === 'insert') {
+    shared.insertCell(op.index, { ...cell, id: op.cell_id } as never);
+    return;
+  }
+  const target = shared.getCell(op.index);
+  const source = typeof cell.source === 'string' ? cell.source : cell.source.join('');
+  if (target.cell_type !== cell.cell_type) {
+    shared.deleteCell(op.index);
+    shared.insertCell(op.index, { ...cell, id: op.cell_id } as never);
+    return;
+  }
+  if (target.getSource() !== source) {
+    target.setSource(source);
+  }
+  target.setMetadata((cell.metadata ?? {}) as never);
+  if (cell.cell_type === 'code') {
+    const code = target as unknown as {
+      setOutputs(o: nbformat.IOutput[]): void;
+      execution_count: nbformat.ExecutionCount;
+    };
+    const codeCell = cell as nbformat.ICodeCell;
+    code.setOutputs(codeCell.outputs ?? []);
+    code.execution_count = codeCell.execution_count ?? null;
+  }
+}

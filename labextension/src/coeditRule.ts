@@ -1,0 +1,39 @@
+/**
+ * Whether a merge plan made for one view of a document still applies to the document now
+ * (pure; the user may have typed or added a cell while the plan travelled).
+ */
+
+/** The ops a plan carries, as far as this check needs them. */
+export interface PlannedOp {
+  op: 'insert' | 'update';
+  index: number;
+  cell_id: string;
+}
+
+/**
+ * True when the document's cells are the same, in the same order, as when the plan was made,
+ * and every cell the plan updates still has the source it had then (an edit made meanwhile
+ * must detach the cell, not be overwritten).
+ */
+export function opsStillApply(
+  sent: ReadonlyArray<readonly [string | null, string]>,
+  now: ReadonlyArray<readonly [string | null, string]>,
+  ops: ReadonlyArray<PlannedOp>
+): boolean {
+  if (sent.length !== now.length) {
+    return false;
+  }
+  for (let i = 0; i < sent.length; i++) {
+    if (sent[i][0] !== now[i][0]) {
+      return false;
+    }
+  }
+  const updated = new Set(ops.filter(op => op.op === 'update').map(op => op.cell_id));
+  for (let i = 0; i < sent.length; i++) {
+    const id = sent[i][0];
+    if (id !== null && updated.has(id) && sent[i][1] !== now[i][1]) {
+      return false;
+    }
+  }
+  return true;
+}

@@ -1,0 +1,56 @@
+/**
+ * The panel's status line in plain words (pure, unit tested): what the run does or needs,
+ * not the FSM's state name (that goes to a details line).
+ */
+import type { PendingKind, WorkflowSnapshot } from './types';
+import { humanState, humanizeId } from './view';
+
+const ASK: Record<PendingKind, string> = {
+  stage_confirmation: 'Waiting for your approval',
+  irreversible_confirmation: 'Waiting for your approval of an irreversible action',
+  workflow_update: 'Waiting for you to accept a plan change',
+  step_update: 'Waiting for you to accept a step change',
+  in_doubt: 'Waiting for you: a cell may or may not have run',
+  kernel_rebuild: 'Waiting for you: the kernel must be rebuilt'
+};
+
+function stageName(snapshot: WorkflowSnapshot): string | null {
+  const stage = snapshot.location.current.stage_id;
+  return stage ? humanizeId(stage) : null;
+}
+
+/** "Waiting for your approval: Review …", "Failed in Modelling: …", "Running Modelling". */
+export function statusSentence(snapshot: WorkflowSnapshot): string {
+  const run = snapshot.run;
+  const stage = stageName(snapshot);
+  const reason = run.reason ?? '';
+  switch (run.status) {
+    case 'waiting': {
+      const first = run.pending[0];
+      if (!first) {
+        return 'Waiting for you';
+      }
+      const more = run.pending.length > 1 ? ` (+${run.pending.length - 1} more)` : '';
+      return `${ASK[first.kind] ?? 'Waiting for you'}: ${first.message}${more}`;
+    }
+    case 'failed':
+      return `Failed${stage ? ` in ${stage}` : ''}${reason ? `: ${reason}` : ''}`;
+    case 'running':
+      return stage ? `Running ${stage}` : 'Running';
+    case 'paused':
+      return `Paused${reason ? `: ${reason}` : ''}`;
+    case 'interrupted':
+      return `Interrupted${reason ? `: ${reason}` : ''}; Run resumes it`;
+    case 'completed':
+      return 'Completed';
+    case 'cancelled':
+      return 'Cancelled';
+    default:
+      return String(run.status);
+  }
+}
+
+/** The details line: the FSM state for those who want it. */
+export function stateDetail(snapshot: WorkflowSnapshot): string {
+  return `Workflow state: ${humanState(snapshot.fsm.state)}`;
+}

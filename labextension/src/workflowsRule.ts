@@ -1,0 +1,52 @@
+/**
+ * One line of the workflows list in plain words (pure, unit tested).
+ */
+import type { WorkflowSummary } from './types';
+
+export interface SummaryLine {
+  notebook: string;
+  status: string;
+  detail: string;
+}
+
+const STATUS_WORDS: Record<string, string> = {
+  running: 'Running',
+  waiting: 'Waiting for you',
+  paused: 'Paused',
+  interrupted: 'Interrupted',
+  failed: 'Failed',
+  completed: 'Completed',
+  cancelled: 'Cancelled'
+};
+
+/** "just now", "5 min ago", "3 h ago", "2 days ago". */
+export function ago(iso: string | null | undefined, now: Date): string {
+  if (!iso) {
+    return 'no activity yet';
+  }
+  const seconds = Math.max(0, (now.getTime() - Date.parse(iso)) / 1000);
+  if (Number.isNaN(seconds) || seconds < 60) {
+    return 'just now';
+  }
+  if (seconds < 3600) {
+    return `${Math.floor(seconds / 60)} min ago`;
+  }
+  if (seconds < 86400) {
+    return `${Math.floor(seconds / 3600)} h ago`;
+  }
+  const days = Math.floor(seconds / 86400);
+  return `${days} day${days === 1 ? '' : 's'} ago`;
+}
+
+export function summaryLine(w: WorkflowSummary, now: Date): SummaryLine {
+  const notebook = w.notebook_path ?? 'notebook deleted';
+  let status = STATUS_WORDS[w.run_status] ?? w.run_status;
+  if (w.pending > 0) {
+    status += ` · ${w.pending} decision${w.pending === 1 ? '' : 's'} to answer`;
+  }
+  if (w.reason && ['paused', 'failed', 'interrupted'].includes(w.run_status)) {
+    status += `: ${w.reason}`;
+  }
+  const where = w.live ? '' : ' · not running in this server';
+  return { notebook, status, detail: `last activity ${ago(w.last_activity, now)}${where}` };
+}

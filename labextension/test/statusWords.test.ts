@@ -1,0 +1,46 @@
+/**
+ * The status line in plain words (src/statusWords.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { stateDetail, statusSentence } from '../src/statusWords';
+import type { WorkflowSnapshot } from '../src/types';
+
+function snap(run: Partial<WorkflowSnapshot['run']>, stage: string | null = 'modelling') {
+  return {
+    fsm: { state: 'stage_completed', history: [] },
+    run: { status: 'running', pending: [], ...run },
+    location: { current: { stage_id: stage } }
+  } as unknown as WorkflowSnapshot;
+}
+
+describe('statusSentence', () => {
+  it('asks for the decision by its question, not by the FSM state', () => {
+    const s = snap({
+      status: 'waiting',
+      pending: [
+        {
+          id: 'd1',
+          kind: 'stage_confirmation',
+          message: 'Review the held-out RMSE',
+          details: {},
+          created_at: ''
+        }
+      ]
+    });
+    assert.equal(statusSentence(s), 'Waiting for your approval: Review the held-out RMSE');
+    assert.equal(stateDetail(s), 'Workflow state: stage completed');
+  });
+  it('names the stage a run failed in and why', () => {
+    const s = snap({ status: 'failed', reason: 'InvalidParameterError: alpha < 0' });
+    assert.equal(statusSentence(s), 'Failed in Modelling: InvalidParameterError: alpha < 0');
+  });
+  it('says what runs, and a pause with its reason', () => {
+    assert.equal(statusSentence(snap({ status: 'running' })), 'Running Modelling');
+    assert.equal(
+      statusSentence(snap({ status: 'paused', reason: 'the notebook a.ipynb was deleted' }, null)),
+      'Paused: the notebook a.ipynb was deleted'
+    );
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * The workflows list's plain words (src/workflowsRule.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { ago, summaryLine } from '../src/workflowsRule';
+import type { WorkflowSummary } from '../src/types';
+
+const NOW = new Date('2026-11-25T10:00:00Z');
+
+function summary(over: Partial<WorkflowSummary>): WorkflowSummary {
+  return {
+    workflow_id: 'wf-1',
+    notebook_path: 'a/b.ipynb',
+    version: 3,
+    state: 'action_running',
+    run_status: 'running',
+    pending: 0,
+    active: true,
+    live: true,
+    running: true,
+    last_activity: '2026-11-25T09:55:00Z',
+    ...over
+  };
+}
+
+describe('summaryLine', () => {
+  it('says what a waiting workflow needs, in words', () => {
+    const line = summaryLine(summary({ run_status: 'waiting', pending: 2 }), NOW);
+    assert.equal(line.status, 'Waiting for you · 2 decisions to answer');
+    assert.equal(line.detail, 'last activity 5 min ago');
+  });
+  it('names a deleted notebook and a paused reason', () => {
+    const line = summaryLine(
+      summary({
+        notebook_path: null,
+        run_status: 'paused',
+        reason: 'the notebook a/b.ipynb was deleted',
+        live: false
+      }),
+      NOW
+    );
+    assert.equal(line.notebook, 'notebook deleted');
+    assert.equal(line.status, 'Paused: the notebook a/b.ipynb was deleted');
+    assert.match(line.detail, /not running in this server/);
+  });
+});
+
+describe('ago', () => {
+  it('rounds down to the unit a person reads', () => {
+    assert.equal(ago('2026-11-25T09:59:30Z', NOW), 'just now');
+    assert.equal(ago('2026-11-25T07:00:00Z', NOW), '3 h ago');
+    assert.equal(ago('2026-11-24T09:00:00Z', NOW), '1 day ago');
+    assert.equal(ago(null, NOW), 'no activity yet');
+  });
+});

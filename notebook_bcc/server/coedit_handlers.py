@@ -1,0 +1,158 @@
+"""REST routes of co-editing (see :mod:`notebook_bcc.server.coedit`), used by the panel.
+
+- ``POST {base}notebook-bcc/api/documents`` ``{holder, paths}``: the browser ``holder`` has
+  these notebooks open (a heartbeat; an empty list releases them). Answers the hold's
+  ``ttl``, whether collaboration rooms are used, and for each path with a workflow its
+  ``workflow_id`` and cells ``version``.
+- ``POST .../documents/merge`` ``{holder, path, cells, document_modified}``: the operations that put
+  the workflow's cells into the browser's document (``cells`` = ``[[cell id, source], ...]``
+  of that document in order).
+- ``POST .../documents/ack`` ``{path, token, saved, detached, deleted}``: the browser applied
+  the plan ``token`` and saved it (``saved`` = the file's new ``last_modified``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import url_path_join
+from pydantic import BaseModel, ConfigDict, Field
+from tornado import web
+
+from notebook_bcc.server.coedit import Coediting
+from notebook_bcc.server.contents import notebook_api_path
+from notebook_bcc.server.errors import ServerError
+from notebook_bcc.server.handlers import URL_PREFIX, BccAPIHandler
+
+COEDIT_SETTING = "notebook_bcc_coedit"
+"""Tornado settings key of the server's :class:`Coediting`."""
+
+_MAX_PATHS = 200
+_MAX_CELLS = 20_000
+
+
+class NoWorkflowError(ServerError):
+    """No workflow writes this notebook (404)."""
+
+    status = 404
+    code = "not_found"
+
+
+class HoldRequest(BaseModel):
+    """A heartbeat: the notebooks a browser has open."""
+
+    model_config = ConfigDict(extra="forbid")
+    holder: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    paths: list[str] = Field(default_factory=list, max_length=_MAX_PATHS)
+
+
+class MergeRequest(BaseModel):
+    """A browser's document, as cell ids and sources in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    holder: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    path: str
+    cells: list[tuple[str | None, str]] = Field(max_length=_MAX_CELLS)
+    document_modified: str | None = Field(default=None, max_length=64)
+
+
+class AckRequest(BaseModel):
+    """A merge plan the browser applied and saved."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    token: str = Field(min_length=1, max_length=64)
+    saved: str | None = Field(default=None, max_length=64)
+    detached: list[str] = Field(default_factory=list, max_length=_MAX_CELLS)
+    deleted: list[str] = Field(default_factory=list, max_length=_MAX_CELLS)
+
+
+class _CoeditHandler(BccAPIHandler):
+    @property
+    def coedit(self) -> Coediting:
+        """The server's co-editing registry."""
+        coedit: Coediting = self.settings[COEDIT_SETTING]
+        return coedit
+
+    def writer(self, raw: str) -> Any:
+        path = notebook_api_path(raw)
+        found = self.coedit.writer_for(path)
+        if found is None:
+            raise NoWorkflowError(
+                f"no workflow writes {path!r} in this server", details={"path": path}
+            )
+        return found[1]
+
+    def answer(self, data: dict[str, Any]) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(data)
+
+
+class DocumentsHandler(_CoeditHandler):
+    """``POST .../documents``: a browser's heartbeat for the notebooks it has open."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Hold the paths; answer which have a workflow and at which cells version."""
+        request = self.parse(HoldRequest)
+        paths = [notebook_api_path(raw) for raw in request.paths]
+        self.coedit.leases.hold(request.holder, paths)
+        documents = []
+        for path in paths:
+            found = self.coedit.writer_for(path)
+            if found is None:
+                continue
+            workflow_id, writer = found
+            await writer.settled()  # a file write in flight ends before the browser goes on
+            documents.append({"path": path, "workflow_id": workflow_id, "version": writer.version})
+        self.answer(
+            {
+                "ttl": self.coedit.leases.ttl,
+                "collaborative": self.coedit.collaborative,
+                "documents": documents,
+            }
+        )
+
+
+class MergeHandler(_CoeditHandler):
+    """``POST .../documents/merge``: the operations for a browser's document."""
+
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        """A merge plan (``token``, ``ops`` with each cell's JSON, ``metadata``)."""
+        request = self.parse(MergeRequest)
+        writer = self.writer(request.path)
+        self.answer(
+            writer.merge_for_document(
+                request.holder, list(request.cells), request.document_modified
+            )
+        )
+
+
+class AckHandler(_CoeditHandler):
+    """``POST .../documents/ack``: a plan was applied and saved."""
+
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        """``{acknowledged}``: False when the plan is unknown (superseded): merge again."""
+        request = self.parse(AckRequest)
+        writer = self.writer(request.path)
+        done = writer.acknowledge(request.token, request.saved, request.detached, request.deleted)
+        self.answer({"acknowledged": done})
+
+
+def coedit_routes() -> list[tuple[str, type[web.RequestHandler]]]:
+    """The co-editing routes (relative to the base URL; registered before the catch-all)."""
+    documents = url_path_join(URL_PREFIX, "api", "documents")
+    return [
+        (documents, DocumentsHandler),
+        (url_path_join(documents, "merge"), MergeHandler),
+        (url_path_join(documents, "ack"), AckHandler),
+    ]
+
+
+__all__ = ["COEDIT_SETTING", "coedit_routes"]

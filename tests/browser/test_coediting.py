@@ -1,0 +1,350 @@
+"""Issue 20, item 1 in a real browser: the user edits, saves and deletes cells in a notebook
+while a workflow writes to it -- no "File Changed" dialog, no cell lost, a deleted workflow
+cell stays deleted -- in plain single-user Lab and with jupyter-collaboration.
+
+The notebook is the one JupyterLab creates (File > New > Notebook). Two gate cells wait for
+files the test creates, so every edit provably happens mid-run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.browser.conftest import (
+    LIGHT,
+    LOAD_MS,
+    PROGRESS_MS,
+    UI_MS,
+    Lab,
+    Pages,
+    collaboration_env,
+    expect,
+    notebook_panel,
+    open_lab,
+    open_panel,
+    shot,
+    tid,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+GATED = Path(__file__).resolve().parents[1] / "fixtures" / "browser" / "gated.yaml"
+
+# Every "File Changed" (or any other) dialog that ever opens is recorded, even one that a
+# later step would close.
+DIALOG_WATCH = """
+window.__bccDialogs = [];
+document.addEventListener('DOMContentLoaded', () => {
+  new MutationObserver(() => {
+    for (const d of document.querySelectorAll('.jp-Dialog')) {
+      if (!d.__bccSeen) {
+        d.__bccSeen = true;
+        window.__bccDialogs.push(d.innerText.slice(0, 200));
+      }
+    }
+  }).observe(document.body, {childList: true, subtree: true});
+});
+"""
+
+MODEL_CELLS = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  return w.context.model.sharedModel.cells.map(c => ({
+    id: c.id, source: c.getSource(), bcc: c.getMetadata('notebook_bcc') !== undefined,
+    count: c.cell_type === 'code' ? c.execution_count : null
+  }));
+}"""
+
+
+@pytest.fixture(scope="module", params=["single-user", "collaborative"])
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """One Lab per mode (overrides the conftest's ``lab``)."""
+    request.getfixturevalue("browser_available")
+    collaborative = request.param == "collaborative"
+    if collaborative and collaboration_env() is None:
+        pytest.skip("jupyter-collaboration is not installed (pip install -e '.[collab]')")
+    server = Lab(tmp_path_factory.mktemp(f"lab-{request.param}"), collaborative=collaborative)
+    (server.root / "blueprints").mkdir()
+    shutil.copy(GATED, server.root / "blueprints" / "gated.yaml")
+    server.start()
+    try:
+        server.wait_ready()
+        server.put_setting("@jupyterlab/apputils-extension:notification", {"fetchNews": "false"})
+        server.set_theme(LIGHT)
+        # Lab asks to rename an Untitled notebook on its first save; the rename test answers
+        # that dialog, this module's tests save under the name Lab gave
+        server.put_setting(
+            "@jupyterlab/docmanager-extension:plugin", {"renameUntitledFileOnSave": False}
+        )
+        yield server
+    finally:
+        server.stop()
+
+
+def new_notebook_from_the_file_menu(page: Page) -> str:
+    """File > New > Notebook (Python 3); returns the path Lab gave it."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("File")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("New")').first.hover()
+    page.locator('.lm-Menu-itemLabel:text-is("Notebook")').first.click()
+    notebook_panel(page).wait_for(timeout=LOAD_MS)
+    # Lab asks for the kernel of a new notebook: the preselected default (Python 3)
+    picker = page.locator(".jp-Dialog", has_text="Select Kernel")
+    picker.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=LOAD_MS)
+    expect(picker).to_have_count(0)
+    page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator").first.wait_for(
+        state="attached", timeout=LOAD_MS
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.isReady", timeout=LOAD_MS
+    )
+    path = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
+    assert isinstance(path, str), path
+    assert path.endswith(".ipynb"), path
+    page.evaluate("() => { window.__bccDialogs = []; }")  # the kernel picker does not count
+    return path
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = UI_MS / 1000) -> None:
+    """Poll a REST-side ``condition`` until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def model_cells(page: Page) -> list[dict[str, Any]]:
+    return list(page.evaluate(MODEL_CELLS))
+
+
+def wait_model(page: Page, condition: str, timeout: float = PROGRESS_MS) -> None:
+    """Wait until ``condition`` (JS over ``cells``, the open document's cells) holds."""
+    page.wait_for_function(
+        f"() => {{ const cells = ({MODEL_CELLS})(); return {condition}; }}", timeout=timeout
+    )
+
+
+def save(page: Page) -> None:
+    """Ctrl-S in the notebook, then wait until the tab is clean."""
+    notebook_panel(page).locator(".jp-Notebook").first.focus()
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=UI_MS
+    )
+
+
+SELECT_CELL = """index => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  notebook.activeCellIndex = index < 0 ? notebook.widgets.length + index : index;
+  notebook.deselectAll();
+  notebook.mode = 'command';
+  notebook.node.focus();
+}"""
+
+
+def add_own_cell(page: Page, source: str) -> None:
+    """Select the last cell, insert a cell below (``b``) and type ``source`` into it."""
+    page.evaluate(SELECT_CELL, -1)
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.type(source)
+    page.keyboard.press("Escape")
+
+
+def delete_cell(page: Page, cell_id: str) -> None:
+    """Select the cell with ``cell_id`` and delete it the way a user does (``d d``)."""
+    index = [cell["id"] for cell in model_cells(page)].index(cell_id)
+    page.evaluate(SELECT_CELL, index)
+    page.keyboard.press("d")
+    page.keyboard.press("d")
+    wait_model(page, f"!cells.some(c => c.id === {cell_id!r})", timeout=UI_MS)
+
+
+def dialogs(page: Page) -> list[str]:
+    return list(page.evaluate("() => window.__bccDialogs"))
+
+
+def file_cells(lab: Lab, path: str) -> list[dict[str, Any]]:
+    return lab.notebook_cells(path)
+
+
+def joined(cell: dict[str, Any]) -> str:
+    source = cell["source"]
+    return source if isinstance(source, str) else "".join(source)
+
+
+def test_edit_save_and_delete_mid_run_lose_nothing_and_ask_nothing(lab: Lab, pages: Pages) -> None:
+    mode = "collab" if lab.collaborative else "single"
+    page = pages.new()
+    page.add_init_script(DIALOG_WATCH)
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+
+    started = lab.start_workflow(notebook, "blueprints/gated.yaml")
+    workflow_id = started["workflow_id"]
+    # the first workflow cells reach the open document while the run waits at gate 1
+    wait_model(page, "cells.some(c => c.source.includes('explored = 1'))")
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-1'\"))")
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "running")
+
+    # the user adds a cell of their own and saves, mid-run
+    add_own_cell(page, "mine = 'kept'")
+    save(page)
+    first_code = next(c for c in model_cells(page) if "explored = 1" in c["source"])
+    # ... and deletes a workflow cell on purpose, and saves again
+    delete_cell(page, first_code["id"])
+    save(page)
+    shot(page, f"20-1-{mode}-edited-mid-run")
+    assert dialogs(page) == []
+
+    (lab.root / "gate-1").touch()
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-2'\"))")
+    # a second edit and save while the second gate holds the run
+    add_own_cell(page, "also_mine = 2")
+    save(page)
+    (lab.root / "gate-2").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the end")
+    # the last cell's outcome (it ran after it was first shown) reaches the document too
+    wait_model(page, "cells.some(c => c.source.includes('reported = 5') && c.count)")
+    save(page)
+    shot(page, f"20-2-{mode}-completed")
+    assert dialogs(page) == []
+    expect(tid(page, "bcc-reload-notice")).to_have_count(0)
+
+    # every workflow cell except the deleted one, and both of the user's cells, are in the
+    # file, each once; the deleted one did not come back
+    # (with collaboration the room writes the file itself, a moment after the document changed)
+    wait_until(
+        lambda: any("reported = 5" in joined(c) for c in file_cells(lab, notebook)),
+        "the file to hold the last cell",
+    )
+    sources = [joined(cell) for cell in file_cells(lab, notebook)]
+    # (the inputs cell is not counted: whether it is written depends on the notebook's cells)
+    for expected in (
+        "'gate-1'",
+        "fitted = 3",
+        "'gate-2'",
+        "reported = 5",
+        "mine = 'kept'",
+        "also_mine = 2",
+    ):
+        hits = [s for s in sources if expected in s]
+        assert len(hits) == 1, f"{expected!r} appears {len(hits)} times in {sources}"
+    last = next(c for c in file_cells(lab, notebook) if "reported = 5" in joined(c))
+    assert last["execution_count"], last
+    assert not any("explored = 1" in s for s in sources), sources
+    # the user's cells stay where they put them: below the cells that were there then
+    order = [
+        next(i for i, s in enumerate(sources) if text in s)
+        for text in ("'gate-1'", "mine = 'kept'")
+    ]
+    assert order[0] < order[1], sources
+
+
+def rename_from_the_file_menu(page: Page, new_name: str) -> None:
+    """File > Rename Notebook…, type ``new_name``, Rename."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("File")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("Rename Notebook…")').first.click()
+    dialog = page.locator(".jp-Dialog")
+    field = dialog.locator("input")
+    field.fill(new_name)
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(dialog).to_have_count(0)
+    page.evaluate("() => { window.__bccDialogs = []; }")  # the rename dialog does not count
+
+
+def test_rename_and_move_mid_run_are_followed_and_the_old_name_inherits_nothing(
+    lab: Lab, pages: Pages
+) -> None:
+    mode = "collab" if lab.collaborative else "single"
+    for gate in ("gate-1", "gate-2"):
+        (lab.root / gate).unlink(missing_ok=True)
+    page = pages.new()
+    page.add_init_script(DIALOG_WATCH)
+    open_lab(page, lab)
+    first_name = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+    workflow_id = lab.start_workflow(first_name, "blueprints/gated.yaml")["workflow_id"]
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-1'\"))")
+
+    # renamed while the run waits at gate 1; the run then goes on into the renamed notebook
+    rename_from_the_file_menu(page, f"renamed-{mode}.ipynb")
+    renamed = f"renamed-{mode}.ipynb"
+    page.wait_for_function(
+        "p => window.jupyterapp.shell.currentWidget.context.path === p", arg=renamed
+    )
+    lab.wait_snapshot(workflow_id, lambda s: s["notebook_path"] == renamed, "the rename")
+    (lab.root / "gate-1").touch()
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-2'\"))")
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "running")
+    shot(page, f"20-3-{mode}-renamed-mid-run")
+
+    # moved into a folder (what the file browser's drag and drop does), mid-run
+    lab.request("PUT", "api/contents/moved", {"type": "directory"})
+    moved = f"moved/{renamed}"
+    page.evaluate(
+        "([a, b]) => window.jupyterapp.serviceManager.contents.rename(a, b)", [renamed, moved]
+    )
+    page.wait_for_function(
+        "p => window.jupyterapp.shell.currentWidget.context.path === p", arg=moved
+    )
+    lab.wait_snapshot(workflow_id, lambda s: s["notebook_path"] == moved, "the move")
+    (lab.root / "gate-2").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the end")
+    wait_model(page, "cells.some(c => c.source.includes('reported = 5') && c.count)")
+    save(page)
+    assert dialogs(page) == []
+    wait_until(
+        lambda: any("reported = 5" in joined(c) for c in file_cells(lab, moved)),
+        "the moved file to hold the last cell",
+    )
+    sources = [joined(cell) for cell in file_cells(lab, moved)]
+    for expected in ("explored = 1", "'gate-1'", "fitted = 3", "'gate-2'", "reported = 5"):
+        assert sum(expected in s for s in sources) == 1, (expected, sources)
+    assert not (lab.root / renamed).exists()
+    assert not (lab.root / first_name).exists()
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "completed")
+
+    # a new notebook under the first name inherits nothing
+    page.evaluate(
+        "p => window.jupyterapp.commands.execute('docmanager:new-untitled', {type: 'notebook'})"
+        ".then(m => window.jupyterapp.serviceManager.contents.rename(m.path, p))"
+        ".then(() => window.jupyterapp.commands.execute('docmanager:open', {path: p}))",
+        first_name,
+    )
+    page.wait_for_function(
+        "p => window.jupyterapp.shell.currentWidget?.context?.path === p", arg=first_name
+    )
+    expect(tid(panel, "bcc-empty")).to_be_visible(timeout=UI_MS)
+    assert lab.workflows(first_name) == []
+    assert lab.workflows(renamed) == []
+    shot(page, f"20-4-{mode}-old-name-inherits-nothing")
+
+
+def test_deleting_the_notebook_pauses_the_run_and_frees_the_name(lab: Lab, pages: Pages) -> None:
+    for gate in ("gate-1", "gate-2"):
+        (lab.root / gate).unlink(missing_ok=True)
+    page = pages.new()
+    open_lab(page, lab)
+    name = new_notebook_from_the_file_menu(page)
+    workflow_id = lab.start_workflow(name, "blueprints/gated.yaml")["workflow_id"]
+    wait_model(page, "cells.some(c => c.source.includes(\"'gate-1'\"))")
+    # deleted (the file browser's Delete) while the run waits at gate 1: the run pauses once
+    # that cell ends (a pause never cuts a cell short), and nothing recreates the notebook
+    page.evaluate("p => window.jupyterapp.serviceManager.contents.delete(p)", name)
+    wait_until(lambda: lab.workflows(name) == [], "the workflow to let go of the deleted path")
+    (lab.root / "gate-1").touch()
+    paused = lab.wait_snapshot(
+        workflow_id, lambda s: s["run"]["status"] == "paused", "the pause after the delete"
+    )
+    assert "deleted" in (paused["run"]["reason"] or ""), paused["run"]
+    assert not (lab.root / name).exists()

@@ -1,0 +1,120 @@
+"""Co-editing over REST with a real server and kernel: a held notebook is not written by the
+server, its cells come as a merge plan, a release lets the server write the file again; bad
+input is a typed 4xx; a rename through the contents API moves the workflow with it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from time import monotonic
+from typing import Any
+
+import pytest
+
+from tests.server.conftest import Api
+
+pytestmark = pytest.mark.timeout(120)
+
+HOLDER = "browser-tab-0001"
+
+
+def cells_on_disk(path: Path) -> list[dict[str, Any]]:
+    return list(json.loads(path.read_text())["cells"]) if path.exists() else []
+
+
+async def until(condition: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = monotonic() + timeout
+    while not condition():
+        if monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def test_a_held_notebook_gets_its_cells_as_a_plan_not_as_a_file_write(
+    api: Api, root: Path
+) -> None:
+    notebook = "held/one.ipynb"
+    (root / "held").mkdir()
+    (root / notebook).write_text(
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    before = (root / notebook).read_text()
+    await api.ok("POST", "documents", body={"holder": HOLDER, "paths": [notebook]})
+    started = await api.start(notebook, "blueprints/confirm.yaml")
+    await api.wait_status(started["workflow_id"], "waiting")
+    assert (root / notebook).read_text() == before  # held: the server did not write
+
+    held = await api.ok("POST", "documents", body={"holder": HOLDER, "paths": [notebook]})
+    (doc,) = held["documents"]
+    assert doc["workflow_id"] == started["workflow_id"]
+    plan = await api.ok(
+        "POST",
+        "documents",
+        "merge",
+        body={"holder": HOLDER, "path": notebook, "cells": [], "document_modified": None},
+    )
+    ops = plan["ops"]
+    assert ops, plan
+    assert [op["op"] for op in ops] == ["insert"] * len(ops)
+    assert [op["index"] for op in ops] == list(range(len(ops)))
+    assert all(op["cell"]["metadata"].get("notebook_bcc") for op in ops)
+    # a plan nobody applied (the tab closed before saving) is not taken as written
+    bogus = await api.ok(
+        "POST", "documents", "ack", body={"path": notebook, "token": "not-a-plan", "saved": None}
+    )
+    assert bogus == {"acknowledged": False}
+
+    # released (the tab closed): the server writes the file itself again, merged
+    await api.ok("POST", "documents", body={"holder": HOLDER, "paths": []})
+    ids = {op["cell_id"] for op in ops}
+    await until(lambda: ids <= {c["id"] for c in cells_on_disk(root / notebook)}, "the file write")
+
+
+async def test_documents_refuse_bad_input_with_typed_errors(api: Api, root: Path) -> None:
+    code, body = await api.call("POST", "documents", body={"holder": "x", "paths": []})
+    assert code == 400
+    assert body["code"] == "bad_request"
+    code, body = await api.call(
+        "POST", "documents", body={"holder": HOLDER, "paths": ["../out.ipynb"]}
+    )
+    assert code == 400
+    assert body["code"] == "bad_path"
+    code, body = await api.call(
+        "POST", "documents", "merge", body={"holder": HOLDER, "path": "none.ipynb", "cells": []}
+    )
+    assert code == 404
+    code, _ = await api.call("POST", "documents", raw=b"{not json")
+    assert code == 400
+    code, _ = await api.call(
+        "POST", "documents", body={"holder": HOLDER, "paths": []}, headers={"Authorization": ""}
+    )
+    assert code == 403
+
+
+async def test_a_rename_through_the_contents_api_moves_the_workflow(
+    api: Api, root: Path, jp_fetch: Any
+) -> None:
+    started = await api.start("first.ipynb", "blueprints/confirm.yaml")
+    workflow_id = started["workflow_id"]
+    await api.wait_status(workflow_id, "waiting")
+    await jp_fetch(
+        "api", "contents", "first.ipynb", method="PATCH", body=json.dumps({"path": "second.ipynb"})
+    )
+    moved = await api.wait(workflow_id, lambda s: s["notebook_path"] == "second.ipynb")
+    assert moved["run"]["status"] == "waiting"
+    old = await api.ok("GET", "workflows", params={"notebook_path": "first.ipynb"})
+    assert old == {"workflows": []}
+    new = await api.ok("GET", "workflows", params={"notebook_path": "second.ipynb"})
+    assert [w["workflow_id"] for w in new["workflows"]] == [workflow_id]
+    # the run goes on into the renamed notebook, and nothing recreates the old one
+    code, _ = await api.command(
+        workflow_id,
+        decide=moved["run"]["pending"][0]["id"],
+        decision="approve",
+        expected_version=moved["version"],
+    )
+    assert code == 200
+    await api.wait_status(workflow_id, "completed")
+    await until(lambda: "after = True" in (root / "second.ipynb").read_text(), "the last cell")
+    assert not (root / "first.ipynb").exists()
