@@ -11,7 +11,8 @@ const ASK: Record<PendingKind, string> = {
   workflow_update: 'Waiting for you to accept a plan change',
   step_update: 'Waiting for you to accept a step change',
   in_doubt: 'Waiting for you: a cell may or may not have run',
-  kernel_rebuild: 'Waiting for you: the kernel must be rebuilt'
+  kernel_rebuild: 'Waiting for you: the kernel could not be restored',
+  budget: 'Waiting for you: the planner budget is used up'
 };
 
 function stageName(snapshot: WorkflowSnapshot): string | null {
