@@ -13,6 +13,7 @@ the run ``failed`` and leaves the FSM where it is; a human decision sets it ``wa
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import socket
@@ -72,6 +73,7 @@ from notebook_bcc.planners.base import (
     StageRoute,
 )
 from notebook_bcc.protocol.errors import ProtocolError
+from notebook_bcc.store.anchor import put_anchor
 from notebook_bcc.store.errors import VersionConflictError
 from notebook_bcc.store.sqlite import AsyncStore, CellRow, Commit, EventDraft, SqliteStore
 from notebook_bcc.workflow import (
@@ -87,6 +89,8 @@ from notebook_bcc.workflow import (
 from notebook_bcc.workflow.context import propagate_produced
 from notebook_bcc.workflow.effects import add_current, archive_current
 from notebook_bcc.workflow.result import HUMAN_OPTIONS, Draft
+
+log = logging.getLogger(__name__)
 
 Listener = Callable[[WorkflowEvent], None]
 
@@ -426,7 +430,7 @@ class Engine:
             await self._finish_run()
         finally:
             try:
-                await self.runtime.flush()
+                await self.flush_notebook()
             except NotebookWriteError as exc:
                 write_error = exc
             await self.store.call(lambda s: s.set_owner(self.snapshot.workflow_id, None))
@@ -699,6 +703,22 @@ class Engine:
         snap = await self._behavior_checks(snap)
         applied = navigate(snap, options=self.client_options())
         await self.commit_applied(applied, kinds=frozenset({"behavior_end"}))
+        await self.flush_notebook()
+
+    async def flush_notebook(self) -> None:
+        """Write the notebook now, with the store's chain heads in its metadata.
+
+        ``metadata.notebook_bcc.anchor`` mirrors the tamper-evidence anchor outside the
+        database at every flush (``trace --verify --anchor`` reads the same document), so
+        rows cut from the end of a chain are caught even if the chain heads are rewritten.
+        """
+        try:
+            mirror = await self.store.call(lambda s: s.chain_anchor())
+        except Exception as exc:  # an anchor is a mirror: never a reason not to write
+            log.warning("notebook-bcc: no anchor for the notebook: %s", exc)
+        else:
+            put_anchor(self.runtime.document.nb.metadata, mirror)
+            self.runtime.writer.metadata_changed(self.runtime.document.nb.metadata)
         await self.runtime.flush()
 
     async def _behavior_checks(self, snap: WorkflowSnapshot) -> WorkflowSnapshot:

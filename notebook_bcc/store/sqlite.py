@@ -543,6 +543,10 @@ class SqliteStore:
         )
         return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3]) for r in rows]
 
+    def chain_anchor(self) -> dict[str, Any]:
+        """The chain heads as an exportable anchor (``trace --export-anchor``'s document)."""
+        return anchor.notebook_anchor(self._db)
+
     def verify(self, external: Any = None) -> int:
         """Check every chain, its head, contracts and cells against their change logs, and
         (given) an exported anchor; returns chained rows checked or raises ChainBrokenError."""
