@@ -119,12 +119,10 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
     assert_notebook_in_step(page, "fresh.ipynb")
     shots(page, "11-2-running")
 
-    # a second browser (its own context) follows the same notebook
-    other = pages.new()
-    open_lab(other, lab, notebook, workspace="second")
-    other_panel = open_panel(other)
-    expect(tid(other_panel, "bcc-badge")).to_be_visible(timeout=UI_MS)
-
+    # Another client answers the second decision first (a colleague, a script over REST).
+    # A second browser tab with the same notebook open is not used: without
+    # jupyter-collaboration two Lab documents of one file each save the workflow's cells, and
+    # Lab's own "File Changed" dialog between two tabs is a known open case (issue 20).
     answered: list[str] = []
     conflict_seen = False
     while True:
@@ -138,17 +136,22 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
         expect(badge).to_have_attribute("data-status", "waiting")
         assert_notebook_in_step(page, "fresh.ipynb")
         if len(answered) == 1:
-            # the second page answers first; this page, held back, still offers the decision
+            # the other client answers first; this page, held back, still offers the decision
             gate.freeze()
-            theirs = decision_in(other_panel, decision["id"])
-            expect(theirs).to_be_visible(timeout=UI_MS)
-            tid(theirs, "bcc-approve").click()
+            lab.api(
+                "POST",
+                f"workflows/{workflow_id}/commands",
+                {
+                    "decide": decision["id"],
+                    "decision": "approve",
+                    "expected_version": snapshot["version"],
+                },
+            )
             lab.wait_snapshot(
                 workflow_id,
                 lambda s, d=decision: all(p["id"] != d["id"] for p in s["run"]["pending"]),
-                "the second page's approval",
+                "the other client's approval",
             )
-            expect(theirs).to_have_count(0, timeout=UI_MS)
             expect(shown).to_be_visible()
             tid(shown, "bcc-approve").click()
             notice = panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')
@@ -174,7 +177,6 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
     assert answered[0] == "stage_confirmation", answered
     assert answered[-1] == "irreversible_confirmation", answered
     expect(badge).to_have_attribute("data-status", "completed", timeout=UI_MS)
-    expect(tid(other_panel, "bcc-badge")).to_have_attribute("data-status", "completed")
 
     # every cell the workflow wrote is in the open notebook, with no reload prompt
     on_disk = len(lab.notebook_cells(notebook))
