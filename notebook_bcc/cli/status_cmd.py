@@ -134,8 +134,11 @@ def _cancel(args: argparse.Namespace) -> int:
             return 0
         current = store.load(workflow_id)
         if current.run.status == "cancelled" or current.fsm.state.value == "cancelled":
-            print(f"workflow {workflow_id} is already cancelled")
-            return 0
+            print(
+                f"error: workflow {workflow_id} is already cancelled (nothing to CANCEL)",
+                file=sys.stderr,
+            )
+            return 2
         if current.fsm.state.value == "workflow_completed":
             print(f"error: workflow {workflow_id} is completed: nothing to cancel", file=sys.stderr)
             return 2
