@@ -53,7 +53,7 @@ export interface HoldAnswer {
 
 /** One cell operation of a merge plan (indices valid when applied in order). */
 export interface CellOp {
-  op: 'insert' | 'update';
+  op: 'insert' | 'update' | 'replace';
   index: number;
   cell_id: string;
   cell: Record<string, unknown>;

@@ -274,7 +274,8 @@ function applyOp(panel: NotebookPanel, op: CellOp): void {
   }
   const target = shared.getCell(op.index);
   const source = typeof cell.source === 'string' ? cell.source : cell.source.join('');
-  if (target.cell_type !== cell.cell_type) {
+  if (op.op === 'replace' || target.cell_type !== cell.cell_type) {
+    // 'replace': the workflow's first cell takes the place of Lab's blank cell
     shared.deleteCell(op.index);
     shared.insertCell(op.index, { ...cell, id: op.cell_id } as never);
     return;

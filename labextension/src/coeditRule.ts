@@ -5,7 +5,7 @@
 
 /** The ops a plan carries, as far as this check needs them. */
 export interface PlannedOp {
-  op: 'insert' | 'update';
+  op: 'insert' | 'update' | 'replace';
   index: number;
   cell_id: string;
 }

@@ -14,7 +14,10 @@ operations with the same rules as the file writer (:mod:`notebook_bcc.kernel.wri
 - a new workflow cell is inserted right after the previous workflow cell that is still in the
   document (so a user's scratch cell at the bottom stays at the bottom), or at the end when
   there is none;
-- cells the workflow did not create are never touched.
+- cells the workflow did not create are never touched, with one exception: the blank cell
+  JupyterLab gives a new notebook (last in the document, no source, and no workflow cell in
+  the document yet) is replaced by the first workflow cell, as the file writer does
+  (``NotebookDocument.blank_trailing_cell``).
 
 Operations carry indices valid when applied one after the other, in order.
 """
@@ -38,9 +41,10 @@ class WorkflowCell:
 
 @dataclass(frozen=True, slots=True)
 class CellOp:
-    """Insert a workflow cell at ``index`` or replace the cell at ``index`` with it."""
+    """Insert a workflow cell at ``index``, update the workflow cell there (``update``), or put
+    it in place of the user's blank cell there (``replace``: delete, then insert)."""
 
-    op: Literal["insert", "update"]
+    op: Literal["insert", "update", "replace"]
     index: int
     cell_id: str
 
@@ -79,6 +83,11 @@ def plan_merge(
         if cell_id is not None:
             sources.setdefault(cell_id, source)
     previous: int | None = None
+    blank: int | None = None
+    if document and not any(cell.cell_id in sources for cell in workflow):
+        last_id, last_source = document[-1]
+        if not last_source.strip() and last_id not in {cell.cell_id for cell in workflow}:
+            blank = len(document) - 1
     for cell in workflow:
         cid = cell.cell_id
         if cid in plan.deleted:
@@ -100,6 +109,12 @@ def plan_merge(
             plan.deleted.add(cid)
             plan.detached.discard(cid)
             continue
+        if blank is not None:
+            ids[blank] = cid
+            sources[cid] = cell.source
+            plan.ops.append(CellOp("replace", blank, cid))
+            previous, blank = ids.index(cid), None
+            continue
         index = len(ids) if previous is None else previous + 1
         ids.insert(index, cid)
         sources[cid] = cell.source
@@ -118,6 +133,8 @@ def apply_ops(
         entry = (op.cell_id, cells[op.cell_id])
         if op.op == "insert":
             result.insert(op.index, entry)
+        elif op.op == "replace":
+            result[op.index] = entry
         else:
             if result[op.index][0] != op.cell_id:
                 raise ValueError(f"update at {op.index} names {op.cell_id}, not the cell there")

@@ -20,9 +20,26 @@ def test_new_cells_go_after_the_previous_workflow_cell_not_after_the_users_scrat
     assert [cid for cid, _ in after] == ["u1", "a", "b", "u2"]
 
 
-def test_first_cell_is_appended_at_the_end() -> None:
-    plan = plan_merge([("u1", "")], wf(("a", "1")), baseline={}, placed=set(), applied={})
+def test_first_cell_is_appended_after_the_users_cells() -> None:
+    plan = plan_merge([("u1", "mine")], wf(("a", "1")), baseline={}, placed=set(), applied={})
     assert [(op.op, op.index) for op in plan.ops] == [("insert", 1)]
+
+
+def test_first_cell_takes_the_place_of_labs_blank_cell() -> None:
+    doc: list[tuple[str | None, str]] = [("u1", "mine"), ("blank", "")]
+    plan = plan_merge(doc, wf(("a", "1"), ("b", "2")), baseline={}, placed=set(), applied={})
+    assert [(op.op, op.index) for op in plan.ops] == [("replace", 1), ("insert", 2)]
+    after = apply_ops(doc, plan.ops, {"a": "1", "b": "2"})
+    assert [cid for cid, _ in after] == ["u1", "a", "b"]
+    # once a workflow cell is in the document, a blank cell of the user's is left alone
+    again = plan_merge(
+        [("a", "1"), ("blank", "")],
+        wf(("a", "1"), ("b", "2")),
+        baseline={"a": "1"},
+        placed={"a"},
+        applied={"a": "d-a-1"},
+    )
+    assert [(op.op, op.index) for op in again.ops] == [("insert", 1)]
 
 
 def test_edited_cell_is_detached_and_deleted_cell_stays_deleted() -> None:
