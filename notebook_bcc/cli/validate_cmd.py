@@ -31,16 +31,23 @@ def _validate(args: argparse.Namespace) -> int:
     name = str(path)
     report = validate_file(path)
     errors = list(report.errors)
+    warnings = list(report.warnings)
     if report.loaded is not None:
         document = report.loaded.document
         declared = list(getattr(document, "files", []) or [])
         for index, found in enumerate(report.loaded.resolved_files()):
             if not found.exists():
                 line = report.loaded.source.line_of(("files", index))
-                errors.append(Issue(line, f"files[{index}]: {declared[index]} does not exist"))
+                warnings.append(
+                    Issue(
+                        line,
+                        f"files[{index}]: {declared[index]} does not exist here "
+                        "(run refuses a missing input file)",
+                    )
+                )
     for issue in errors:
         print(issue.format(name), file=sys.stderr)
-    for issue in report.warnings:
+    for issue in warnings:
         print(issue.format(name, prefix="warning: "), file=sys.stderr)
     if errors:
         return 2
