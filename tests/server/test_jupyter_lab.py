@@ -91,6 +91,21 @@ class Server:
         return self.process.returncode
 
 
+THIRD_PARTY_SHUTDOWN = ("jupyter_server_ydoc/websocketserver.py", "pycrdt/websocket")
+"""jupyter-collaboration (the ``collab`` extra) logs a traceback of its own at SIGTERM
+("WebsocketServer not running" in its room cleaner); it is not ours and harms nothing."""
+
+
+def _tracebacks_of_ours(log: str) -> list[str]:
+    """The tracebacks in a server log, less jupyter-collaboration's own shutdown one."""
+    found = []
+    for block in log.split("Traceback (most recent call last):")[1:]:
+        frames = block.split("\n[")[0]
+        if not any(marker in frames for marker in THIRD_PARTY_SHUTDOWN):
+            found.append(frames)
+    return found
+
+
 @requires(JUPYTER_LAB.exists(), "jupyter-lab is not installed here")
 def test_plain_jupyter_lab_runs_the_housing_blueprint(tmp_path: Path) -> None:
     root = tmp_path / "root"
@@ -142,7 +157,7 @@ def test_plain_jupyter_lab_runs_the_housing_blueprint(tmp_path: Path) -> None:
     assert returncode is not None, "SIGTERM stopped jupyter lab"
     assert time.monotonic() - began < 20
     log = (tmp_path / "server.log").read_text(errors="replace")
-    assert "Traceback" not in log, log[-3000:]
+    assert not _tracebacks_of_ours(log), log[-3000:]
     store = SqliteStore(tmp_path / "data" / "notebook_bcc" / "workflows.sqlite")
     try:
         assert store.load(first["workflow_id"]).run.status == "completed"
