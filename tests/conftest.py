@@ -134,6 +134,23 @@ def run_cli(
     )
 
 
+COLLABORATION_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_collaboration", "jupyter_server_fileid")
+"""The server extensions the ``collab`` extra installs (jupyter-collaboration)."""
+
+
+def collaboration_off(config_dir: Path) -> None:
+    """Switch jupyter-collaboration off for a test server using ``config_dir`` (when it is
+    installed, every ``jupyter server`` loads it; tests of other things don't want its rooms
+    or its shutdown logging)."""
+    config_dir.mkdir(parents=True, exist_ok=True)
+    path = config_dir / "jupyter_server_config.json"
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    extensions = data.setdefault("ServerApp", {}).setdefault("jpserver_extensions", {})
+    for name in COLLABORATION_EXTENSIONS:
+        extensions.setdefault(name, False)
+    path.write_text(json.dumps(data))
+
+
 def free_port() -> int:
     """A loopback TCP port nothing listens on right now (for a server a test starts)."""
     with socket.socket() as probe:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from notebook_bcc.store.sqlite import SqliteStore
-from tests.conftest import requires
+from tests.conftest import collaboration_off, requires
 from tests.server.conftest import SERVER_FIXTURES, read_notebook
 
 BIN = Path(sys.executable).parent
@@ -64,6 +64,7 @@ class JupyterServer:
         self.base = f"http://127.0.0.1:{self.port}/"
         self.log_path = home / f"{name}.log"
         self.log = self.log_path.open("wb")
+        collaboration_off(home / "config")
         env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(home / "config"),

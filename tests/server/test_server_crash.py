@@ -135,7 +135,17 @@ class Place:
         # only this extension: Lab, LSP and terminals cost seconds at every server start
         config = self.home / "config"
         config.mkdir(parents=True, exist_ok=True)
-        off = dict.fromkeys(("jupyterlab", "jupyter_lsp", "notebook_shim"), False)
+        off = dict.fromkeys(
+            (
+                "jupyterlab",
+                "jupyter_lsp",
+                "notebook_shim",
+                "jupyter_server_ydoc",
+                "jupyter_collaboration",
+                "jupyter_server_fileid",
+            ),
+            False,
+        )
         extensions = {"ServerApp": {"jpserver_extensions": {**off, "notebook_bcc": True}}}
         (config / "jupyter_server_config.json").write_text(json.dumps(extensions))
 
