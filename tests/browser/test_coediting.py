@@ -31,6 +31,7 @@ from tests.browser.conftest import (
     shot,
     tid,
 )
+from tests.conftest import require_or_skip
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -69,8 +70,11 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     """One Lab per mode (overrides the conftest's ``lab``)."""
     request.getfixturevalue("browser_available")
     collaborative = request.param == "collaborative"
-    if collaborative and collaboration_env() is None:
-        pytest.skip("jupyter-collaboration is not installed (pip install -e '.[collab]')")
+    if collaborative:
+        require_or_skip(
+            collaboration_env() is not None,
+            "jupyter-collaboration is not installed (pip install -e '.[collab]')",
+        )
     server = Lab(tmp_path_factory.mktemp(f"lab-{request.param}"), collaborative=collaborative)
     (server.root / "blueprints").mkdir()
     shutil.copy(GATED, server.root / "blueprints" / "gated.yaml")

@@ -28,12 +28,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SLOW
+from tests.conftest import SLOW, requires
 from tests.server.conftest import SERVER_FIXTURES, read_notebook
 from tests.server.test_restart import JUPYTER_SERVER, JupyterServer
 
 pytestmark = [
-    pytest.mark.skipif(not JUPYTER_SERVER.exists(), reason="jupyter-server not found"),
+    requires(JUPYTER_SERVER.exists(), "jupyter-server not found"),
     # two server starts and a run: ~50 s on a quiet machine, far more on a loaded one
     pytest.mark.timeout(600),
 ]
