@@ -155,6 +155,11 @@ class Server:
                 await asyncio.sleep(0.2)
         raise SystemExit("jupyter server did not answer in time:\n" + self.tail())
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system, all threads) the server process has used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -237,12 +242,14 @@ async def _bench(server: Server, workflows: int, window: float) -> tuple[Samples
         await asyncio.sleep(0.5)
     warmup = time.monotonic() - began
     before = await _executed(server, ids)
+    cpu_before = server.cpu_seconds()
     samples.recording = True
     started = time.monotonic()
     await _poll(server, ids, samples, started + window)
     samples.recording = False
     measured = time.monotonic() - started
     after = await _executed(server, ids)
+    cpu = server.cpu_seconds() - cpu_before
     statuses = {(await server.call("GET", f"workflows/{i}"))["run"]["status"] for i in ids}
     for task in listeners:
         task.cancel()
@@ -254,6 +261,7 @@ async def _bench(server: Server, workflows: int, window: float) -> tuple[Samples
         "cells": sum(cells),
         "per_workflow_ms": [measured * 1000 / c if c else float("inf") for c in cells],
         "statuses": sorted(statuses),
+        "cpu_s": cpu,
     }
     return samples, shape
 
@@ -288,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"client: loopback; sequential snapshot GETs {GET_GAP * 1000:.0f} ms apart, "
         f"round-robin; one websocket per workflow"
+    )
+    print(
+        f"server CPU per cell: {shape['cpu_s'] * 1000 / max(1, shape['cells']):.1f} ms "
+        f"(all threads of the jupyter server process over the window; {shape['cells']} cells; "
+        "informational: unlike the latencies it does not depend on what else the machine runs)"
     )
     missed = False
     median_pace = statistics.median(pace)
