@@ -43,6 +43,13 @@ class SavePacer:
         self._next_at = 0.0
         self.turns = 0
         """Paced saves so far (for tests and logs)."""
+        self.closed = False
+        """Set at server shutdown: from then on every save goes at once."""
+
+    def close(self) -> None:
+        """Stop pacing (server shutdown): waiting saves and later ones go at once."""
+        self.closed = True
+        self._next_at = 0.0
 
     def gap_after(self, spent: float) -> float:
         """The pause owed after a save that took ``spent`` seconds."""
@@ -51,11 +58,14 @@ class SavePacer:
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
         """Wait for this save's turn, hold it while the save runs, then owe the gap."""
+        if self.closed:
+            yield
+            return
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             delay = self._next_at - monotonic()
-            if delay > 0:
+            if delay > 0 and not self.closed:
                 await asyncio.sleep(delay)
             began = monotonic()
             try:

@@ -61,6 +61,7 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
         server, which shuts its kernels down after its extensions.
         """
         self._closing = True
+        self.save_pacer.close()  # shutdown writes every notebook at once
         recovering = list(self._recovering.values())
         if recovering:
             _, late = await asyncio.wait(recovering, timeout=self.settings.stop_timeout)

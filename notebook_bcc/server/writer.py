@@ -151,7 +151,7 @@ class ContentsNotebookWriter(NotebookWriter):
 
     async def _background_flush(self) -> WriteReport:
         """The debounced write, in its turn among the server's writers (when paced)."""
-        if self.pacer is None:
+        if self.pacer is None or self.closed:
             return await super()._background_flush()
         self._awaiting_turn = True
         try:

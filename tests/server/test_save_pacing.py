@@ -54,6 +54,23 @@ async def test_turns_never_overlap_and_the_next_waits_for_its_gap() -> None:
     assert pacer.turns == 2
 
 
+async def test_a_closed_pacer_lets_every_save_go_at_once() -> None:
+    pacer = SavePacer(0.01, max_gap=60.0)
+    async with pacer.turn():
+        await asyncio.sleep(0.01)  # owes a long gap
+    waiting = asyncio.ensure_future(_one_turn(pacer))
+    await asyncio.sleep(0)
+    assert not waiting.done(), "the next save waits for its gap"
+    pacer.close()
+    await asyncio.wait_for(_one_turn(pacer), timeout=5)  # a new save: at once
+    waiting.cancel()
+
+
+async def _one_turn(pacer: SavePacer) -> None:
+    async with pacer.turn():
+        pass
+
+
 async def test_many_workflows_save_every_cell_in_turns(
     api: Api, root: Path, bcc_app: NotebookBccApp
 ) -> None:
