@@ -8,9 +8,11 @@ a loopback client measures for a fixed window:
 
 - snapshot ``GET /workflows/{id}`` latency (sequential requests, round-robin over the
   workflows, 10 ms apart): p50 / p99, target p99 <= 20 ms;
+- the load itself: the median time between two cells of a workflow, target <= 200 ms (the
+  latency targets hold at the 100-200 ms pace, issue 23);
 - transition-to-websocket-message latency (one websocket per workflow; receive time minus the
   event's ``at``, the moment the engine committed the transition): p50 / p95, target
-  p95 <= 50 ms.
+  p95 <= 25 ms (issue 23).
 
 Prints the load shape and the figures; target lines end with ``holds`` or ``MISSED``. Exit
 status is 0 unless ``--strict`` is given and a target was missed (a noisy machine should not
@@ -45,7 +47,8 @@ CELL_SLEEP = 0.1
 CELLS_PER_STAGE = 10
 GET_GAP = 0.01
 GET_P99_TARGET_MS = 20.0
-WS_P95_TARGET_MS = 50.0
+WS_P95_TARGET_MS = 25.0
+PACE_TARGET_MS = 200.0
 
 
 def _blueprint() -> str:
@@ -152,6 +155,11 @@ class Server:
                 await asyncio.sleep(0.2)
         raise SystemExit("jupyter server did not answer in time:\n" + self.tail())
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system, all threads) the server process has used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -234,12 +242,14 @@ async def _bench(server: Server, workflows: int, window: float) -> tuple[Samples
         await asyncio.sleep(0.5)
     warmup = time.monotonic() - began
     before = await _executed(server, ids)
+    cpu_before = server.cpu_seconds()
     samples.recording = True
     started = time.monotonic()
     await _poll(server, ids, samples, started + window)
     samples.recording = False
     measured = time.monotonic() - started
     after = await _executed(server, ids)
+    cpu = server.cpu_seconds() - cpu_before
     statuses = {(await server.call("GET", f"workflows/{i}"))["run"]["status"] for i in ids}
     for task in listeners:
         task.cancel()
@@ -251,6 +261,7 @@ async def _bench(server: Server, workflows: int, window: float) -> tuple[Samples
         "cells": sum(cells),
         "per_workflow_ms": [measured * 1000 / c if c else float("inf") for c in cells],
         "statuses": sorted(statuses),
+        "cpu_s": cpu,
     }
     return samples, shape
 
@@ -286,15 +297,26 @@ def main(argv: list[str] | None = None) -> int:
         f"client: loopback; sequential snapshot GETs {GET_GAP * 1000:.0f} ms apart, "
         f"round-robin; one websocket per workflow"
     )
+    print(
+        f"server CPU per cell: {shape['cpu_s'] * 1000 / max(1, shape['cells']):.1f} ms "
+        f"(all threads of the jupyter server process over the window; {shape['cells']} cells; "
+        "informational: unlike the latencies it does not depend on what else the machine runs)"
+    )
     missed = False
+    median_pace = statistics.median(pace)
+    ok = median_pace <= PACE_TARGET_MS
+    missed |= not ok
+    print(
+        f"cell pace <= {PACE_TARGET_MS:.0f} ms          median {median_pace:6.0f} ms per cell "
+        f"per workflow  {'holds' if ok else 'MISSED'}  (the load the latencies below are under)"
+    )
     get_p50 = _percentile(samples.get_ms, 50)
     get_p99 = _percentile(samples.get_ms, 99)
     ok = get_p99 <= GET_P99_TARGET_MS
     missed |= not ok
     print(
-        f"snapshot GET latency   n={len(samples.get_ms):5d}  p50 {get_p50:6.2f} ms  "
-        f"p99 {get_p99:6.2f} ms  (target p99 <= {GET_P99_TARGET_MS:.0f} ms)  "
-        f"{'holds' if ok else 'MISSED'}"
+        f"snapshot GET p99 <= {GET_P99_TARGET_MS:.0f} ms   n={len(samples.get_ms):5d}  "
+        f"p50 {get_p50:6.2f} ms  p99 {get_p99:6.2f} ms  {'holds' if ok else 'MISSED'}"
     )
     if samples.ws_ms:
         ws_p50 = _percentile(samples.ws_ms, 50)
@@ -302,13 +324,13 @@ def main(argv: list[str] | None = None) -> int:
         ok = ws_p95 <= WS_P95_TARGET_MS
         missed |= not ok
         print(
-            f"transition -> ws msg   n={len(samples.ws_ms):5d}  p50 {ws_p50:6.2f} ms  "
-            f"p95 {ws_p95:6.2f} ms  (target p95 <= {WS_P95_TARGET_MS:.0f} ms)  "
-            f"{'holds' if ok else 'MISSED'}"
+            f"event p95 <= {WS_P95_TARGET_MS:.0f} ms         n={len(samples.ws_ms):5d}  "
+            f"p50 {ws_p50:6.2f} ms  p95 {ws_p95:6.2f} ms  {'holds' if ok else 'MISSED'}  "
+            "(transition committed -> websocket message received)"
         )
     else:
         missed = True
-        print("transition -> ws msg   no transition received  MISSED")
+        print(f"event p95 <= {WS_P95_TARGET_MS:.0f} ms         no transition received  MISSED")
     return 1 if args.strict and missed else 0
 
 

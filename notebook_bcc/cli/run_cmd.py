@@ -24,42 +24,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from notebook_bcc.cli import params, run_extras
-
-EXIT_BAD_INPUT = 2
-
-TRANSPORT_FLAGS: dict[str, str] = {
-    "planner_connect_timeout": "connect_timeout",
-    "planner_idle_timeout": "idle_timeout",
-    "planner_timeout": "total_timeout",
-    "planner_retries": "max_retries",
-    "planner_backoff": "backoff_base",
-    "planner_backoff_cap": "backoff_cap",
-}
-"""``--planner-*`` flags the http and llm planners share -> their settings keys."""
-
-HTTP_FLAGS: dict[str, str] = {
-    "planner_url": "url",
-    "planner_state_case": "state_case",
-    "planner_route": "route",
-    "planner_token_env": "token_env",
-}
-"""Flags of the http planner only -> its settings keys."""
-
-LLM_FLAGS: dict[str, str] = {
-    "llm_base_url": "base_url",
-    "model": "model",
-    "llm_templates": "templates",
-    "llm_stream": "stream",
-    "llm_max_parse_retries": "max_parse_retries",
-    "llm_temperature": "temperature",
-    "llm_max_tokens": "max_tokens",
-    "llm_api_key_env": "api_key_env",
-}
-"""Flags of the llm planner only -> its settings keys."""
-
-Prepared = tuple[Any, str, str | None, list[Path]]
-"""A planner ready to run: (planner, run name, problem, input files)."""
+from notebook_bcc.cli import params, run_extras, run_planners
+from notebook_bcc.cli.run_planners import bad
 
 
 def register(subparsers: Any) -> None:
@@ -108,206 +74,38 @@ def register(subparsers: Any) -> None:
         help="start anew even if the notebook's earlier run is unfinished (it is recorded as "
         "cancelled and kept in the store); without it such a run makes `run` exit 2",
     )
-    _planner_arguments(parser)
+    run_planners.add_arguments(parser)
     params.add_arguments(parser)
     run_extras.add_arguments(parser)
     parser.set_defaults(handler=_run)
 
 
-def _planner_arguments(parser: Any) -> None:
-    """``--planner`` and its options (timeouts and retries, ``--record``, the llm flags)."""
-    group = parser.add_argument_group(
-        "planner",
-        "the --planner-*timeout, --planner-retries and --planner-backoff* flags apply to the "
-        "http and llm planners; the other --planner-* flags to http only",
-    )
-    group.add_argument(
-        "--planner",
-        choices=("blueprint", "http", "llm", "replay"),
-        default="blueprint",
-        help="where decisions come from (default: blueprint)",
-    )
-    group.add_argument("--planner-url", help="base URL of the DSLC planning server (http)")
-    group.add_argument(
-        "--record", type=Path, metavar="DIR", help="record the planner's answers and inputs to DIR"
-    )
-    group.add_argument(
-        "--planner-connect-timeout", type=float, metavar="S", help="seconds to connect (10)"
-    )
-    group.add_argument(
-        "--planner-idle-timeout",
-        type=float,
-        metavar="S",
-        help="seconds a response may stay silent, before or between chunks (300)",
-    )
-    group.add_argument(
-        "--planner-timeout", type=float, metavar="S", help="seconds for one whole attempt (900)"
-    )
-    group.add_argument(
-        "--planner-retries", type=int, metavar="N", help="retries after a failed attempt (3)"
-    )
-    group.add_argument(
-        "--planner-backoff", type=float, metavar="S", help="first backoff delay base (0.5)"
-    )
-    group.add_argument(
-        "--planner-backoff-cap", type=float, metavar="S", help="longest backoff delay (30)"
-    )
-    group.add_argument(
-        "--planner-state-case",
-        choices=("upper", "lower"),
-        help="case of FSM state names sent to the server (upper)",
-    )
-    group.add_argument(
-        "--planner-route",
-        choices=("server", "plan"),
-        help="at stage_completed ask the server (server, default) or follow the plan order",
-    )
-    group.add_argument(
-        "--planner-token-env",
-        metavar="VAR",
-        help="environment variable holding a bearer token for the server",
-    )
-    group.add_argument(
-        "--no-planner-fallback",
-        action="store_true",
-        help="fail instead of using the seed 003 fallback decision when the server is down",
-    )
-    llm = parser.add_argument_group(
-        "llm planner",
-        "seed 000's agents through an OpenAI-compatible chat API; the key is read from "
-        "NOTEBOOK_BCC_LLM_API_KEY, else OPENAI_API_KEY (or --llm-api-key-env VAR) and is "
-        "never stored; --planner-* timeouts, retries and backoff apply too",
-    )
-    llm.add_argument(
-        "--llm-base-url",
-        metavar="URL",
-        help="the API root with its version, e.g. http://127.0.0.1:11434/v1 "
-        "(requests go to URL/chat/completions)",
-    )
-    llm.add_argument("--model", metavar="NAME", help="the model name the API serves")
-    llm.add_argument(
-        "--llm-templates",
-        type=Path,
-        metavar="DIR",
-        help="a folder of <agent-id>.md (and feedback.md) prompt templates replacing the "
-        "shipped ones",
-    )
-    llm.add_argument(
-        "--llm-stream",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="stream answers as server-sent events (default: on)",
-    )
-    llm.add_argument(
-        "--llm-max-parse-retries",
-        type=int,
-        metavar="N",
-        help="times an unusable reply is sent back with its error before the run fails (2)",
-    )
-    llm.add_argument("--llm-temperature", type=float, metavar="T", help="sampling temperature")
-    llm.add_argument("--llm-max-tokens", type=int, metavar="N", help="cap on reply tokens")
-    llm.add_argument(
-        "--llm-api-key-env",
-        metavar="VAR",
-        help="environment variable holding the API key (instead of the default ones)",
-    )
-
-
-def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
-    """The settings the user gave among ``flags`` (flag attribute -> settings key)."""
-    return {
-        key: getattr(args, flag) for flag, key in flags.items() if getattr(args, flag) is not None
-    }
-
-
-def _http_settings(args: argparse.Namespace) -> Any:
-    from notebook_bcc.planners.http import HttpPlannerSettings
-
-    options: dict[str, Any] = {**_given(args, TRANSPORT_FLAGS), **_given(args, HTTP_FLAGS)}
-    if args.no_planner_fallback:
-        options["fallback"] = False
-    return HttpPlannerSettings(**options)
-
-
-def _llm_settings(args: argparse.Namespace) -> Any:
-    from notebook_bcc.planners.llm import LlmSettings
-
-    options: dict[str, Any] = {**_given(args, TRANSPORT_FLAGS), **_given(args, LLM_FLAGS)}
-    if "templates" in options:
-        options["templates"] = str(Path(options["templates"]).resolve())
-    return LlmSettings(**options)
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _misplaced_flags(args: argparse.Namespace) -> str | None:
-    """Why planner flags do not apply to the chosen planner, or None."""
-    http_only = [_flag(n) for n in HTTP_FLAGS if getattr(args, n) is not None]
-    if args.no_planner_fallback:
-        http_only.append("--no-planner-fallback")
-    if args.planner != "http" and http_only:
-        return f"{', '.join(http_only)} only apply to --planner http"
-    llm_only = [_flag(n) for n in LLM_FLAGS if getattr(args, n) is not None]
-    if args.planner != "llm" and llm_only:
-        return f"{', '.join(llm_only)} only apply to --planner llm"
-    shared = [_flag(n) for n in TRANSPORT_FLAGS if getattr(args, n) is not None]
-    if args.planner not in ("http", "llm") and shared:
-        return f"{', '.join(shared)} only apply to --planner http or llm"
-    return None
-
-
-def _blueprint_path(target: Path) -> Path:
-    from notebook_bcc.errors import NotebookBccError
-
-    path = target / "workflow.yaml" if target.is_dir() else target
-    if not path.exists():
-        raise NotebookBccError(
-            f"{target}: no such blueprint (expected a YAML file or a folder with workflow.yaml)"
-        )
-    return path
-
-
-def _bad(message: str) -> int:
-    import sys
-
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.max_hops is not None and args.max_hops < 1:
-        return _bad("--max-hops must be at least 1")
+        return bad("--max-hops must be at least 1")
     if args.cell_timeout is not None and args.cell_timeout <= 0:
-        return _bad("--cell-timeout must be positive")
-    misplaced = _misplaced_flags(args)
+        return bad("--cell-timeout must be positive")
+    misplaced = run_planners.misplaced_flags(args)
     if misplaced:
-        return _bad(misplaced)
+        return bad(misplaced)
     problem = run_extras.check(args)
     if problem:
-        return _bad(problem)
+        return bad(problem)
     given, raw = params.gather(args)
-    chosen = {
-        "blueprint": _blueprint_run,
-        "http": _http_run,
-        "llm": _llm_run,
-        "replay": _replay_run,
-    }
-    made = chosen[args.planner](args)
+    made = run_planners.prepare(args)
     if isinstance(made, int):
         return made
     planner, name, problem, files = made
-    parameters = _parameters(args, planner, given, raw)
+    parameters = run_planners.parameters(args, planner, given, raw)
     if isinstance(parameters, int):
         return parameters
-    extras = run_extras.RunExtras(args, name=name, plan=_plan(planner))
+    extras = run_extras.RunExtras(args, name=name, plan=run_planners.plan(planner))
     notebook = extras.notebook_path(args.notebook, Path("out") / name / f"{name}.ipynb")
     extras.check_report_target(notebook)
     if args.record is not None:
-        from notebook_bcc.planners.recording import RecordingPlanner
+        from notebook_bcc.planners.registry import recording
 
-        planner = RecordingPlanner(planner, args.record)
+        planner = recording(planner, args.record)
     # The engine's imports (nbclient, nbformat) are slow: only once the input is known good.
     import asyncio
 
@@ -339,97 +137,6 @@ def _run(args: argparse.Namespace) -> int:
     )
     code = asyncio.run(drive(run, view, on_open=extras.attach))
     return extras.finish(code)
-
-
-def _parameters(
-    args: argparse.Namespace, planner: Any, given: dict[str, Any], raw: dict[str, str]
-) -> dict[str, Any] | int:
-    """The run's parameters: checked against a blueprint's ``parameters:``; a replay's own."""
-    from notebook_bcc.blueprint.parameters import resolve
-
-    if args.planner == "replay":
-        if given:
-            return _bad("--planner replay uses the recorded parameters; drop -p/-y/-f")
-        return dict(planner.parameters)
-    loaded = getattr(planner, "loaded", None)
-    declared = getattr(getattr(loaded, "document", None), "parameters", None)
-    return resolve(given, declared, raw=raw)
-
-
-def _plan(planner: Any) -> Any:
-    """A blueprint's (step, behavior) plan per stage, for the reports (None otherwise)."""
-    from notebook_bcc.cli.ledger import blueprint_plan
-
-    loaded = getattr(planner, "loaded", None)
-    return blueprint_plan(loaded.document) if loaded is not None else None
-
-
-def _blueprint_run(args: argparse.Namespace) -> Prepared | int:
-    import sys
-
-    from notebook_bcc.blueprint.issues import BlueprintError
-    from notebook_bcc.blueprint.loader import load_blueprint_file
-    from notebook_bcc.planners.blueprint import BlueprintPlanner
-
-    if args.target is None:
-        return _bad("TARGET (a blueprint) is required with --planner blueprint")
-    path = _blueprint_path(args.target)
-    try:
-        loaded = load_blueprint_file(path)
-        planner = BlueprintPlanner(loaded)
-    except BlueprintError as exc:
-        for issue in exc.issues:
-            print(issue.format(str(path)), file=sys.stderr)
-        return EXIT_BAD_INPUT
-    name = loaded.blueprint.name or path.stem
-    files = [*planner.files(), *(p.resolve() for p in args.file)]
-    return planner, name, args.problem or loaded.blueprint.name, files
-
-
-def _http_run(args: argparse.Namespace) -> Prepared | int:
-    from notebook_bcc.planners.http import HttpPlanner
-
-    if args.target is not None:
-        return _bad("--planner http takes no TARGET (give --problem and --file)")
-    if not args.planner_url:
-        return _bad("--planner http needs --planner-url URL")
-    if not args.problem:
-        return _bad("--planner http needs --problem TEXT")
-    if args.planner_retries is not None and args.planner_retries < 0:
-        return _bad("--planner-retries must be 0 or more")
-    planner = HttpPlanner(_http_settings(args))
-    return planner, "dslc", args.problem, [p.resolve() for p in args.file]
-
-
-def _llm_run(args: argparse.Namespace) -> Prepared | int:
-    from notebook_bcc.planners.llm import LlmPlanner
-
-    if args.target is not None:
-        return _bad("--planner llm takes no TARGET (give --problem and --file)")
-    if not args.llm_base_url:
-        return _bad("--planner llm needs --llm-base-url URL (e.g. http://127.0.0.1:11434/v1)")
-    if not args.model:
-        return _bad("--planner llm needs --model NAME")
-    if not args.problem:
-        return _bad("--planner llm needs --problem TEXT")
-    if args.planner_retries is not None and args.planner_retries < 0:
-        return _bad("--planner-retries must be 0 or more")
-    planner = LlmPlanner(_llm_settings(args))
-    return planner, "llm", args.problem, [p.resolve() for p in args.file]
-
-
-def _replay_run(args: argparse.Namespace) -> Prepared | int:
-    from notebook_bcc.planners.replay import ReplayPlanner
-
-    if args.target is None:
-        return _bad("TARGET (a directory written by --record) is required with --planner replay")
-    if args.problem or args.file:
-        return _bad("--planner replay uses the recorded problem and files; drop --problem/--file")
-    if not args.target.is_dir():
-        return _bad(f"{args.target}: not a record directory")
-    planner = ReplayPlanner(args.target)
-    name = args.target.resolve().name or "replay"
-    return planner, name, planner.problem, planner.files()
 
 
 async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:

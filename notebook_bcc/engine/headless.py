@@ -156,44 +156,11 @@ async def close_headless(engine: Engine) -> None:
 
 
 def planner_for(snapshot_planner: dict[str, object]) -> Planner:
-    """The planner a stored workflow was started with (``snapshot.planner``), for ``resume``.
+    """The planner a stored workflow was started with (``snapshot.planner``), for ``resume``,
+    built by :mod:`notebook_bcc.planners.registry` (the one place planners are built)."""
+    from notebook_bcc.planners.registry import planner_for as from_stored
 
-    ``blueprint`` reloads its file, ``http`` reconnects with the recorded settings (URL,
-    timeouts, retries; a token comes from the environment variable the settings name),
-    ``llm`` likewise (base URL, model, templates folder, retries; the API key is read from
-    the environment at each call, never from the snapshot), ``replay`` reopens its
-    transcript; a ``record`` setting wraps the planner again so the recording continues in
-    the same directory.
-    """
-    kind = snapshot_planner.get("kind")
-    raw = snapshot_planner.get("settings") or {}
-    settings: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-    record = settings.pop("record", None)
-    planner: Planner
-    if kind == "blueprint" and settings.get("path"):
-        from notebook_bcc.blueprint.loader import load_blueprint_file
-        from notebook_bcc.planners.blueprint import BlueprintPlanner
-
-        planner = BlueprintPlanner(load_blueprint_file(str(settings["path"])))
-    elif kind == "http" and settings.get("url"):
-        from notebook_bcc.planners.http import HttpPlanner, HttpPlannerSettings
-
-        planner = HttpPlanner(HttpPlannerSettings.from_json(settings))
-    elif kind == "llm" and settings.get("base_url") and settings.get("model"):
-        from notebook_bcc.planners.llm import LlmPlanner, LlmSettings
-
-        planner = LlmPlanner(LlmSettings.from_json(settings))
-    elif kind == "replay" and settings.get("transcript"):
-        from notebook_bcc.planners.replay import ReplayPlanner
-
-        planner = ReplayPlanner(Path(str(settings["transcript"])))
-    else:
-        raise NotebookBccError(f"cannot resume a workflow planned by {kind!r} in this installation")
-    if isinstance(record, str) and record:
-        from notebook_bcc.planners.recording import RecordingPlanner
-
-        planner = RecordingPlanner(planner, Path(record), append=True)
-    return planner
+    return from_stored(snapshot_planner)
 
 
 async def open_stored(

@@ -15,12 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
 from time import monotonic
 from typing import Any
 
@@ -33,53 +29,24 @@ from notebook_bcc.kernel.aio import cancel_alive_pollers, consume, kernel_client
 from notebook_bcc.kernel.client import BccNotebookClient, OutputListener
 from notebook_bcc.kernel.document import new_notebook_node
 from notebook_bcc.kernel.errors import KernelBusyError, KernelDeadError, KernelStartError
+from notebook_bcc.kernel.launch import default_cwd, ipc_settings
 from notebook_bcc.kernel.probe_install import install_code
 from notebook_bcc.kernel.results import ExecStatus
+from notebook_bcc.kernel.session_types import (
+    TIMEOUT_ENAME,
+    KernelInfo,
+    RawRun,
+    SilentReply,
+    reply_status,
+)
+from notebook_bcc.kernel.silent import SilentRequests
 from notebook_bcc.models.base import utc_now_iso
-
-TIMEOUT_ENAME = "NotebookBccCellTimeout"
-"""The ``ename`` of the reply nbclient synthesizes when our per-cell timeout fires."""
-
-_ALIVE_SLICE = 1.0
-"""How often a silent request checks that the kernel is still alive while it waits."""
-
 
 START_ATTEMPTS = 3
 """How many times a kernel we own is started before giving up (port races at start)."""
 
 
-@dataclass(frozen=True, slots=True)
-class KernelInfo:
-    """What the kernel said about itself, in the shape a notebook's metadata wants."""
-
-    kernelspec: dict[str, Any]
-    language_info: dict[str, Any]
-    protocol_version: str | None
-    implementation: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class RawRun:
-    """How one ``execute`` ended; the outputs are in the cell itself (partial ones included)."""
-
-    status: ExecStatus
-    execution_count: int | None
-    started_at: str
-    ended_at: str
-    duration_s: float
-    message: str | None = None
-    kernel_ready: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class SilentReply:
-    """The content of a silent request's ``execute_reply`` and how many interrupts it took."""
-
-    content: dict[str, Any]
-    interrupts: int
-
-
-class KernelSession:
+class KernelSession(SilentRequests):
     """A live kernel, its nbclient client and the bookkeeping around them.
 
     ``km``: an existing kernel manager (the server passes a session kernel's; the session never
@@ -200,7 +167,7 @@ class KernelSession:
         try:
             if self._km is None:
                 self._km = AsyncKernelManager(
-                    kernel_name=self.kernel_name, **self._transport_settings()
+                    kernel_name=self.kernel_name, **ipc_settings(self.transport)
                 )
             if not self._km.has_kernel:
                 await self._launch()
@@ -212,17 +179,6 @@ class KernelSession:
                 f"kernel {self.kernel_name!r} did not start: {type(exc).__name__}: {exc}",
                 details={"kernel_name": self.kernel_name},
             ) from exc
-
-    def _transport_settings(self) -> dict[str, str]:
-        """``transport``/``ip`` for an owned kernel: IPC sockets need an absolute path prefix
-        (jupyter_client's default is relative, and the kernel runs in another folder)."""
-        if self.transport != "ipc":
-            return {}
-        from jupyter_core.paths import jupyter_runtime_dir
-
-        runtime = Path(jupyter_runtime_dir())
-        runtime.mkdir(parents=True, exist_ok=True)
-        return {"transport": "ipc", "ip": str(runtime / f"nbbcc-{uuid.uuid4().hex[:12]}-ipc")}
 
     async def _launch(self) -> None:
         km = self.km
@@ -436,7 +392,7 @@ class KernelSession:
             status, message = await self._run_cell(client, cell, index, store_history)
             duration = monotonic() - began
             if status == "ok":
-                status, message = self._reply_status(self._last_reply, timeout)
+                status, message = reply_status(self._last_reply, timeout)
             kernel_ready = await self._settle_after_timeout() if status == "timeout" else True
             count = cell.get("execution_count")
             return RawRun(
@@ -502,25 +458,6 @@ class KernelSession:
             return "dead_kernel", "the kernel was shut down while the cell ran"
         return "dead_kernel", "the kernel died while the cell ran"
 
-    @staticmethod
-    def _reply_status(
-        reply: dict[str, Any] | None, timeout: float | None
-    ) -> tuple[ExecStatus, str | None]:
-        content = reply.get("content", {}) if reply else {}
-        state = content.get("status")
-        if state == "ok":
-            return "ok", None
-        ename = content.get("ename")
-        if ename == TIMEOUT_ENAME:
-            return "timeout", f"the cell ran longer than {timeout:g} s and was interrupted"
-        if ename == "KeyboardInterrupt":
-            return "interrupted", "the kernel was interrupted"
-        if state == "aborted":
-            return "error", "the kernel aborted the request"
-        if state == "error":
-            return "error", f"{ename}: {content.get('evalue', '')}"
-        return "error", "no execute_reply from the kernel"
-
     async def _settle_after_timeout(self) -> bool:
         """After an interrupt: is the kernel idle again? One more interrupt if not."""
         for attempt in range(2):
@@ -537,75 +474,13 @@ class KernelSession:
                 return False
         return False
 
-    # -- silent requests ------------------------------------------------------------------
 
-    async def silent(
-        self,
-        code: str = "",
-        *,
-        user_expressions: dict[str, str] | None = None,
-        timeout: float = 10.0,
-        interrupts: int = 1,
-    ) -> SilentReply:
-        """A silent ``execute_request`` (no history, no outputs, no execution count).
-
-        ``user_expressions`` are evaluated by the kernel after ``code``, each one guarded on
-        its own. When no reply comes within ``timeout`` the kernel is interrupted and waited for
-        again, at most ``interrupts`` times; then :class:`KernelBusyError`.
-        """
-        if self._info is None:
-            await self.start()
-        async with self._lock:
-            self._ready_client()
-            return await self._silent(code, user_expressions, timeout, interrupts)
-
-    async def _silent(
-        self,
-        code: str,
-        user_expressions: dict[str, str] | None,
-        timeout: float,
-        interrupts: int,
-    ) -> SilentReply:
-        client = self._ready_client()
-        msg_id = kernel_client_of(client).execute(
-            code,
-            silent=True,
-            store_history=False,
-            user_expressions=user_expressions or {},
-            allow_stdin=False,
-            stop_on_error=False,
-        )
-        return await self._shell_request(msg_id, timeout, interrupts)
-
-    async def _shell_request(self, msg_id: str, timeout: float, interrupts: int) -> SilentReply:
-        """Wait for the shell reply to ``msg_id``, skipping stale replies of earlier requests."""
-        kc = kernel_client_of(self._ready_client())
-        deadline = monotonic() + timeout
-        used = 0
-        while True:
-            remaining = deadline - monotonic()
-            if remaining <= 0:
-                if used >= interrupts:
-                    raise KernelBusyError(
-                        f"no reply from the kernel within {timeout:g} s",
-                        details={"timeout": timeout, "interrupts": used},
-                    )
-                used += 1
-                await self.interrupt()
-                deadline = monotonic() + timeout
-                continue
-            try:
-                msg = await kc.get_shell_msg(timeout=min(remaining, _ALIVE_SLICE))
-            except Empty:
-                if not await self.is_alive():
-                    raise KernelDeadError("the kernel died during a silent request") from None
-                continue
-            if msg.get("parent_header", {}).get("msg_id") == msg_id:
-                return SilentReply(content=dict(msg.get("content") or {}), interrupts=used)
-
-
-def default_cwd(notebook_path: str | Path | None) -> Path | None:
-    """The kernel's working directory by default: the notebook's folder (DESIGN §9 D14)."""
-    if notebook_path is None:
-        return None
-    return Path(os.path.abspath(notebook_path)).parent
+__all__ = [
+    "START_ATTEMPTS",
+    "TIMEOUT_ENAME",
+    "KernelInfo",
+    "KernelSession",
+    "RawRun",
+    "SilentReply",
+    "default_cwd",
+]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.planners.base import PlannerError
-from notebook_bcc.protocol.limits import MAX_PAYLOAD_CHARS
+from notebook_bcc.planners.transport_settings import TransportSettings
 
 
 def _without_credentials(url: str) -> str:
@@ -20,33 +21,26 @@ def _without_credentials(url: str) -> str:
 
 
 @dataclass(frozen=True)
-class HttpPlannerSettings:
+class HttpPlannerSettings(TransportSettings):
     """How to reach a DSLC server and how patient to be (kept in ``snapshot.planner``).
 
-    Timeouts are seconds: ``connect_timeout`` to open a connection, ``idle_timeout`` between
-    two reads (waiting for the headers included: a server that stops sending), and
-    ``total_timeout`` for one attempt. ``max_retries`` retries follow a failed attempt, after
-    ``backoff_delay(n, backoff_base, backoff_cap)``. ``route`` says whether stage routing asks
-    the server at stage_completed (``server``) or follows the plan order (``plan``).
-    ``token_env`` names an environment variable holding a bearer token (the token itself is
-    never stored). ``accept_truncated`` takes XML documents the parser had to close at the end.
+    The timeouts, retries and caps are :class:`TransportSettings` (shared with the LLM
+    planner). ``route`` says whether stage routing asks the server at stage_completed
+    (``server``) or follows the plan order (``plan``). ``token_env`` names an environment
+    variable holding a bearer token (the token itself is never stored). ``accept_truncated``
+    takes XML documents the parser had to close at the end.
     """
 
+    error: ClassVar[type[NotebookBccError]] = PlannerError
+    label: ClassVar[str] = "planner"
+
     url: str
-    connect_timeout: float = 10.0
-    idle_timeout: float = 300.0
-    total_timeout: float = 900.0
-    max_retries: int = 3
-    backoff_base: float = 0.5
-    backoff_cap: float = 30.0
-    retry_after_cap: float = 120.0
     state_case: Literal["upper", "lower"] = "upper"
     stream: bool = False
     route: Literal["server", "plan"] = "server"
     fallback: bool = True
     accept_truncated: bool = False
     token_env: str | None = None
-    max_body_chars: int = MAX_PAYLOAD_CHARS
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
@@ -57,25 +51,13 @@ class HttpPlannerSettings:
                 "planner URL carries credentials; put a token in an environment variable "
                 "and name it with token_env (--planner-token-env) instead"
             )
-        for name in ("connect_timeout", "idle_timeout", "total_timeout"):
-            if getattr(self, name) <= 0:
-                raise PlannerError(f"planner {name} must be positive")
-        if self.max_retries < 0:
-            raise PlannerError("planner max_retries must be 0 or more")
-        if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
-            raise PlannerError("planner backoff settings must not be negative")
+        super().__post_init__()
 
     def to_json(self) -> dict[str, Any]:
         """The settings as plain JSON (no secrets: the URL has no credentials)."""
-        data = asdict(self)
+        data = super().to_json()
         data["url"] = _without_credentials(self.url)
         return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> HttpPlannerSettings:
-        """Settings back from :meth:`to_json` (unknown keys are ignored)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
 
 
 class HttpPlannerError(PlannerError):

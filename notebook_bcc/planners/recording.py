@@ -27,6 +27,7 @@ from notebook_bcc.planners.base import (
     RejectedReply,
     StageRoute,
 )
+from notebook_bcc.planners.capabilities import fails_steps_on_gaps
 from notebook_bcc.planners.transcript import (
     INPUTS,
     TRANSCRIPT,
@@ -138,7 +139,7 @@ class RecordingPlanner:
             files=recorded,
             parameters=dict(snapshot.parameters),
             workflow_id=snapshot.workflow_id,
-            fail_steps_on_gaps=bool(getattr(self.inner, "fail_steps_on_gaps", False)),
+            fail_steps_on_gaps=fails_steps_on_gaps(self.inner),
             recorded_at=utc_now_iso(),
         )
         append_line(self.directory, header)

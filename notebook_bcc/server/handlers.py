@@ -34,8 +34,8 @@ from tornado.iostream import StreamClosedError
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.table import table_rows
-from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import Event, State
+from notebook_bcc.server.encoding import event_text
 from notebook_bcc.server.errors import BadRequestError, status_for
 from notebook_bcc.server.limits import check_body_size, parse_json_body
 from notebook_bcc.server.models import CreateWorkflowRequest, StreamSnapshot
@@ -189,9 +189,13 @@ class BccAPIHandler(JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
 
     def reply(self, model: BaseModel, status: int = HTTPStatus.OK) -> None:
         """Serialize a wire model (by alias) as the JSON answer."""
+        self.reply_text(model.model_dump_json(by_alias=True), status)
+
+    def reply_text(self, text: str, status: int = HTTPStatus.OK) -> None:
+        """Answer JSON text serialised already."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(model.model_dump_json(by_alias=True))
+        self.finish(text)
 
 
 def fsm_document() -> dict[str, Any]:
@@ -264,8 +268,8 @@ class WorkflowHandler(BccAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, workflow_id: str) -> None:
-        """The current snapshot."""
-        self.reply(await self.service.snapshot(workflow_id))
+        """The current snapshot (its JSON text made once per version, see :mod:`.encoding`)."""
+        self.reply_text(await self.service.snapshot_text(workflow_id))
 
     @web.authenticated
     @authorized
@@ -337,8 +341,7 @@ def encode_message(message: Message) -> str:
     if isinstance(message, SnapshotMessage):
         wire = StreamSnapshot(reason=message.reason, snapshot=message.snapshot)
         return wire.model_dump_json(by_alias=True)
-    event: WorkflowEvent = message
-    return event.model_dump_json(by_alias=True)
+    return event_text(message)
 
 
 class StreamHandler(

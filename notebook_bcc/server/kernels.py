@@ -17,11 +17,15 @@ import concurrent.futures
 import posixpath
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from time import monotonic
 from typing import Any
 
 from jupyter_core.utils import ensure_async
 
 from notebook_bcc.server.errors import KernelUnavailableError
+
+TOUCH_EVERY = 1.0
+"""Seconds between two activity marks of one kernel by its workflow."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Kernels:
     def __init__(self, session_manager: Any, kernel_manager: Any) -> None:
         self.session_manager = session_manager
         self.kernel_manager = kernel_manager
+        self._touched: dict[str, float] = {}
 
     async def session_for(self, path: str) -> dict[str, Any] | None:
         """The session model of notebook ``path`` (an API path), if the server has one."""
@@ -119,8 +124,14 @@ class Kernels:
         """Mark a kernel active: a workflow driving it is activity, so idle culling skips it.
 
         The kernel reports no websocket connections while only a workflow uses it; without
-        this, a long planner call between two cells would look like an idle kernel.
+        this, a long planner call between two cells would look like an idle kernel. A kernel
+        touched less than :data:`TOUCH_EVERY` seconds ago is left as it is (culling counts in
+        minutes; a busy workflow publishes many events a second).
         """
+        now_s = monotonic()
+        if now_s - self._touched.get(kernel_id, -TOUCH_EVERY) < TOUCH_EVERY:
+            return
+        self._touched[kernel_id] = now_s
         km = self.manager_of(kernel_id)
         if km is None:
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from notebook_bcc.planners.registry import REGISTRY
 from notebook_bcc.planners.replay import ReplayPlanner
 from notebook_bcc.planners.transcript import TRANSCRIPT, TranscriptError
 from notebook_bcc.server.contents import Contents, api_path, join_api
@@ -40,7 +41,9 @@ async def open_replay_api(contents: Contents, raw: str) -> tuple[ReplayPlanner, 
     contents.check_inside_root(f"{folder}/{TRANSCRIPT}", what="planner.path")
     spellings = [os_folder, str(Path(os_folder).resolve())]
     try:
-        planner = await asyncio.to_thread(ReplayPlanner, Path(os_folder))
+        built = await asyncio.to_thread(REGISTRY.build, "replay", {"transcript": os_folder})
+        assert isinstance(built, ReplayPlanner)  # the registry's replay kind
+        planner = built
         spellings.append(str(planner.directory))
         recorded = planner.files()
     except TranscriptError as exc:

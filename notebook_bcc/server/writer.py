@@ -34,6 +34,7 @@ from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import Contents, Stamp
 from notebook_bcc.server.doc_merge import MergePlan, WorkflowCell, plan_merge
 from notebook_bcc.server.errors import ContentsError
+from notebook_bcc.server.save_pacing import SavePacer
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,13 @@ class ContentsNotebookWriter(NotebookWriter):
         *,
         debounce: float = 1.0,
         coedit: Coediting | None = None,
+        pacer: SavePacer | None = None,
     ) -> None:
         super().__init__(Path(api_path), document, debounce=debounce, fsync=False)
         self.contents = contents
+        self.pacer = pacer
+        """Shared by the server's writers: debounced saves take turns (see :mod:`.save_pacing`)."""
+        self._awaiting_turn = False
         self.api_path = api_path
         self.coedit = coedit
         self.version = 0
@@ -135,10 +140,26 @@ class ContentsNotebookWriter(NotebookWriter):
         (the browser still merges the last cells from it) and writes the file only once the
         hold lapses; then it unregisters."""
         self.closed = True
+        task = self._task
+        if task is not None and not task.done() and self._awaiting_turn:
+            task.cancel()  # still waiting for its turn: the final write below covers it
+            self._task = None
         report = await super().aclose()
         if self.coedit is not None and report.written:
             self._release()
         return report
+
+    async def _background_flush(self) -> WriteReport:
+        """The debounced write, in its turn among the server's writers (when paced)."""
+        if self.pacer is None or self.closed:
+            return await super()._background_flush()
+        self._awaiting_turn = True
+        try:
+            async with self.pacer.turn():
+                self._awaiting_turn = False
+                return await super()._background_flush()
+        finally:
+            self._awaiting_turn = False
 
     async def _flush_file(self) -> WriteReport:
         if self.coedit is not None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 from urllib.parse import urlsplit
 
+from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.planners.llm.errors import LlmSettingsError
-from notebook_bcc.protocol.limits import MAX_PAYLOAD_CHARS
+from notebook_bcc.planners.transport_settings import TransportSettings
 
 API_KEY_ENVS: tuple[str, ...] = ("NOTEBOOK_BCC_LLM_API_KEY", "OPENAI_API_KEY")
 """Where the API key is looked for, in order, when ``api_key_env`` is not set."""
@@ -26,16 +27,20 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
-class LlmSettings:
+class LlmSettings(TransportSettings):
     """How to reach an OpenAI-compatible chat API and how patient to be.
 
     ``base_url`` includes the API version (``http://127.0.0.1:11434/v1``); requests go to
     ``{base_url}/chat/completions``. ``stream`` asks for server-sent events (with
     ``stream_options.include_usage``); ``max_parse_retries`` is how many times a reply that
-    does not parse is sent back with the error before the run fails (D1). Timeouts, retries
-    and backoff mean what they mean for the DSLC HTTP planner (``--planner-*`` flags).
+    does not parse is sent back with the error before the run fails (D1). Timeouts, retries,
+    backoff and caps are the :class:`TransportSettings` shared with the DSLC HTTP planner
+    (``--planner-*`` flags); :meth:`to_json` never holds a key, only the name of its variable.
     ``templates`` is a folder whose ``<agent-id>.md`` files replace the shipped ones.
     """
+
+    error: ClassVar[type[NotebookBccError]] = LlmSettingsError
+    label: ClassVar[str] = "LLM"
 
     base_url: str
     model: str
@@ -43,16 +48,8 @@ class LlmSettings:
     temperature: float | None = None
     max_tokens: int | None = None
     max_parse_retries: int = 2
-    connect_timeout: float = 10.0
-    idle_timeout: float = 300.0
-    total_timeout: float = 900.0
-    max_retries: int = 3
-    backoff_base: float = 0.5
-    backoff_cap: float = 30.0
-    retry_after_cap: float = 120.0
     api_key_env: str | None = None
     templates: str | None = None
-    max_body_chars: int = MAX_PAYLOAD_CHARS
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url)
@@ -78,34 +75,16 @@ class LlmSettings:
             raise LlmSettingsError(
                 f"LLM max_parse_retries must be between 0 and {MAX_PARSE_RETRIES_LIMIT}"
             )
-        for name in ("connect_timeout", "idle_timeout", "total_timeout"):
-            if getattr(self, name) <= 0:
-                raise LlmSettingsError(f"LLM {name} must be positive")
-        if self.max_retries < 0:
-            raise LlmSettingsError("LLM max_retries must be 0 or more")
-        if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
-            raise LlmSettingsError("LLM backoff settings must not be negative")
+        super().__post_init__()
         if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
             raise LlmSettingsError(
                 f"LLM api_key_env {self.api_key_env!r} is not an environment variable name"
             )
-        if self.max_body_chars < 1:
-            raise LlmSettingsError("LLM max_body_chars must be positive")
 
     @property
     def endpoint(self) -> str:
         """The chat-completions URL."""
         return self.base_url.rstrip("/") + "/chat/completions"
-
-    def to_json(self) -> dict[str, Any]:
-        """The settings as plain JSON (never a key: only the name of its variable)."""
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LlmSettings:
-        """Settings back from :meth:`to_json` (unknown keys are ignored)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
 
 
 def api_key(settings: LlmSettings) -> str | None:

@@ -1,0 +1,179 @@
+"""Creating a workflow: paths and planner checked first, then the engine on its notebook."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import uuid
+from typing import Any
+
+from notebook_bcc.engine.engine import Engine
+from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.kernel.document import NotebookDocument
+from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
+from notebook_bcc.planners.base import Planner
+from notebook_bcc.planners.capabilities import problem_of
+from notebook_bcc.server.contents import (
+    api_path,
+    folder_of,
+    notebook_api_path,
+    relative_to_folder,
+)
+from notebook_bcc.server.errors import (
+    BadRequestError,
+    PlannerUnavailableError,
+    ServiceStoppedError,
+)
+from notebook_bcc.server.live import LiveWorkflow, may_yield_notebook
+from notebook_bcc.server.models import (
+    CreateWorkflowRequest,
+)
+from notebook_bcc.server.planner_specs import PlannerSpecs
+from notebook_bcc.server.restore import (
+    kernel_record,
+    persisted_options,
+)
+from notebook_bcc.server.service_core import ServiceCore
+from notebook_bcc.store.errors import NotebookBusyError
+from notebook_bcc.store.sqlite import AsyncStore
+
+log = logging.getLogger(__name__)
+
+
+class CreateRoom(ServiceCore):
+    """``POST /workflows``: validate, create in the store, start the run loop."""
+
+    planners: PlannerSpecs
+
+    async def create(self, request: CreateWorkflowRequest) -> WorkflowSnapshot:
+        """Validate, create and start a workflow; returns its first snapshot (see module doc)."""
+        store = await self.start()
+        notebook = notebook_api_path(request.notebook_path)
+        self.contents.check_inside_root(notebook, what="notebook_path")
+        spec = self.planners.spec(request.planner)
+        unavailable = self.planners.unavailable(spec.kind)
+        if unavailable is not None:
+            raise PlannerUnavailableError(
+                f"planner: {unavailable}",
+                details={"kind": spec.kind, "allowed": list(self.settings.allowed_planners)},
+            )
+        planner, planner_files = await self.planners.build(spec)
+        try:
+            files = await self._input_files(planner_files, request.files)
+            options = dataclasses.replace(
+                self.settings.engine, **request.options.model_dump(exclude_none=True)
+            )
+            problem = request.problem if request.problem is not None else problem_of(planner)
+            lock = self._notebook_locks.setdefault(notebook, asyncio.Lock())
+            async with lock:
+                if self._closing:
+                    raise ServiceStoppedError("the notebook-bcc service is shutting down")
+                await self._release_finished(store, notebook)
+                live = await self._open_engine(
+                    store,
+                    planner,
+                    notebook=notebook,
+                    problem=problem,
+                    files=[relative_to_folder(path, folder_of(notebook)) for path in files],
+                    options=options,
+                )
+        except BaseException:
+            await planner.aclose()
+            raise
+        self._live[live.workflow_id] = live
+        self._ensure_running(live)
+        return live.engine.snapshot
+
+    async def _input_files(self, declared: list[str], given: list[str]) -> list[str]:
+        """Blueprint files then request files, as checked API paths that exist."""
+        paths = list(declared)
+        for index, raw in enumerate(given):
+            paths.append(api_path(raw, what=f"files[{index}]"))
+        missing = []
+        for path in paths:
+            self.contents.check_inside_root(path, what="files")
+            if not await self.contents.exists(path):
+                missing.append(path)
+        if missing:
+            raise BadRequestError(
+                f"input file(s) not found: {', '.join(missing)}", details={"missing": missing}
+            )
+        return list(dict.fromkeys(paths))
+
+    async def _release_finished(self, store: AsyncStore, notebook: str) -> None:
+        """Retire the notebook's earlier workflows if they are finished, else refuse (409).
+
+        The store releases a notebook by itself when a run completes or is cancelled; an
+        engine still registered here for it is retired too, so that a later RESET on it
+        cannot compete with the new workflow for the notebook.
+        """
+        ids = await store.call(lambda s: s.workflow_ids(notebook_path=notebook, active=True))
+        earlier = [wid for wid, live in self._live.items() if live.notebook_path == notebook]
+        for workflow_id in dict.fromkeys([*ids, *earlier]):
+            live = self._live.get(workflow_id)
+            snap = live.engine.snapshot if live is not None else await store.load(workflow_id)
+            if not may_yield_notebook(snap) or (live is not None and live.running):
+                raise NotebookBusyError(notebook, workflow_id)
+            await self._retire(workflow_id)
+
+    async def _open_engine(
+        self,
+        store: AsyncStore,
+        planner: Planner,
+        *,
+        notebook: str,
+        problem: str | None,
+        files: list[str],
+        options: EngineOptions,
+    ) -> LiveWorkflow:
+        workflow_id = f"wf-{uuid.uuid4().hex[:12]}"
+        document = await self._document(notebook, workflow_id)
+        kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
+        try:
+            runtime = self._runtime(notebook, workflow_id, document, kernel.km, options)
+            snapshot = new_snapshot(
+                workflow_id,
+                uuid.uuid4().hex[:12],
+                notebook_path=notebook,
+                problem=problem,
+                files=files,
+            ).model_copy(
+                update={
+                    "options": persisted_options(options),
+                    "kernel": kernel_record(kernel.kernel_id, kernel.session_id, kernel.km),
+                }
+            )
+            engine = await Engine.start_new(
+                store=store, planner=planner, runtime=runtime, snapshot=snapshot, options=options
+            )
+        except BaseException:
+            await self.kernels.discard(kernel)
+            raise
+        return self._live_workflow(engine, kernel, notebook)
+
+    async def _document(self, notebook: str, workflow_id: str) -> NotebookDocument:
+        """The notebook as the workflow starts on it: read (D19: appended to, never re-run)
+        or created empty through the contents manager so JupyterLab can open it at once."""
+        import nbformat
+
+        if await self.contents.exists(notebook):
+            content, _ = await self.contents.read_notebook(notebook)
+            nb = nbformat.from_dict(content)  # type: ignore[no-untyped-call]
+            return NotebookDocument(nb, workflow_id=workflow_id)
+        if await self.contents.dir_exists(notebook):
+            raise BadRequestError(
+                f"notebook_path: {notebook!r} is a folder", details={"path": notebook}
+            )
+        await self.contents.ensure_folder(folder_of(notebook))
+        document = NotebookDocument(workflow_id=workflow_id)
+        await self.contents.save_notebook(notebook, _plain(document.nb))
+        return document
+
+
+def _plain(nb: Any) -> dict[str, Any]:
+    """A notebook node as plain JSON data."""
+    import json
+
+    data: dict[str, Any] = json.loads(json.dumps(nb))
+    return data

@@ -1,0 +1,180 @@
+"""Read-only answers of the workflow service: snapshots, lists, trace, diagrams, feeds."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from notebook_bcc.models.snapshot import WorkflowSnapshot
+from notebook_bcc.planners.capabilities import StageMachinePlanner
+from notebook_bcc.server.contents import (
+    notebook_api_path,
+)
+from notebook_bcc.server.errors import (
+    BadRequestError,
+)
+from notebook_bcc.server.live import LiveWorkflow
+from notebook_bcc.server.models import (
+    DiagramDocument,
+    PlannerList,
+    TraceDocument,
+    WorkflowList,
+    WorkflowSummary,
+)
+from notebook_bcc.server.planner_specs import PlannerSpecs
+from notebook_bcc.server.service_core import ServiceCore
+from notebook_bcc.server.stream import EventFeed
+
+log = logging.getLogger(__name__)
+
+
+class QueryRoom(ServiceCore):
+    """Answers from the live engines, else from the store (never blocking the loop)."""
+
+    planners: PlannerSpecs
+
+    def activity(self) -> list[dict[str, Any]]:
+        """The workflows whose run loop executes now (the server's idle check reads this)."""
+        return [
+            {
+                "workflow_id": live.workflow_id,
+                "notebook_path": live.notebook_path,
+                "run_status": live.engine.snapshot.run.status,
+            }
+            for live in self._live.values()
+            if live.running
+        ]
+
+    def live_workflows(self) -> list[LiveWorkflow]:
+        """The workflows engines drive in this server now."""
+        return list(self._live.values())
+
+    def live(self, workflow_id: str) -> LiveWorkflow | None:
+        """The live workflow with this id, if an engine drives it here."""
+        return self._live.get(workflow_id)
+
+    async def snapshot(self, workflow_id: str) -> WorkflowSnapshot:
+        """The current snapshot (the engine's for a live workflow, else the stored one)."""
+        live = self._live.get(workflow_id)
+        if live is not None:
+            return live.engine.snapshot
+        store = await self.start()
+        return await store.load(workflow_id)
+
+    async def snapshot_text(self, workflow_id: str) -> str:
+        """The current snapshot as JSON text; a live one's is serialised once per version."""
+        live = self._live.get(workflow_id)
+        if live is not None:
+            return self.snapshot_texts.text(live.engine.snapshot)
+        return (await self.snapshot(workflow_id)).model_dump_json(by_alias=True)
+
+    async def list_workflows(self, notebook_path: str | None = None) -> WorkflowList:
+        """Every workflow in the store, oldest first, optionally for one notebook."""
+        store = await self.start()
+        path = notebook_api_path(notebook_path) if notebook_path is not None else None
+
+        def read(s: Any) -> tuple[list[WorkflowSnapshot], set[str]]:
+            ids = s.workflow_ids(notebook_path=path)
+            active = set(s.workflow_ids(notebook_path=path, active=True))
+            return [s.load(i) for i in ids], active
+
+        snapshots, active = await store.call(read)
+        rows = []
+        for stored in snapshots:
+            live = self._live.get(stored.workflow_id)
+            snap = live.engine.snapshot if live is not None else stored
+            rows.append(
+                WorkflowSummary(
+                    workflow_id=snap.workflow_id,
+                    notebook_path=snap.notebook_path,
+                    version=snap.version,
+                    state=snap.fsm.state.value,
+                    run_status=snap.run.status,
+                    reason=snap.run.reason,
+                    pending=len(snap.run.pending),
+                    active=snap.workflow_id in active,
+                    live=live is not None,
+                    running=live is not None and live.running,
+                    kernel_id=live.kernel.kernel_id if live is not None else None,
+                    last_activity=max(
+                        (t for t in (snap.fsm.timestamp, snap.run.since) if t), default=None
+                    ),
+                )
+            )
+        return WorkflowList(workflows=rows)
+
+    def planner_kinds(self) -> PlannerList:
+        """Every planner kind, whether this server runs it and why not, with its defaults."""
+        return self.planners.kinds()
+
+    async def trace(self, workflow_id: str) -> TraceDocument:
+        """The full FSM history and execution trace from the store."""
+        store = await self.start()
+        await store.load(workflow_id)
+        history = await store.call(lambda s: s.history(workflow_id))
+        trace = await store.call(lambda s: s.trace(workflow_id))
+        return TraceDocument(workflow_id=workflow_id, history=history, trace=trace)
+
+    async def diagram(self, workflow_id: str, machine: str) -> DiagramDocument:
+        """Mermaid for the 14-state FSM or the stage machine, the current state marked."""
+        from notebook_bcc.blueprint.diagram import rule_machine_mermaid
+        from notebook_bcc.fsm.mermaid import state_diagram, workflow_fsm_mermaid
+
+        if machine not in ("fsm", "stages"):
+            raise BadRequestError(
+                f"machine: expected 'fsm' or 'stages', got {machine!r}",
+                details={"machine": machine},
+            )
+        snap = await self.snapshot(workflow_id)
+        if machine == "fsm":
+            state = snap.fsm.state.value
+            return DiagramDocument(
+                workflow_id=workflow_id,
+                machine="fsm",
+                current=state,
+                mermaid=workflow_fsm_mermaid(state),
+            )
+        stages = snap.location.progress.stages
+        current = snap.stage_machine.current_state or (
+            stages.current.id if stages.current is not None else None
+        )
+        live = self._live.get(workflow_id)
+        planner = live.engine.planner if live is not None else None
+        if isinstance(planner, StageMachinePlanner):
+            text = rule_machine_mermaid(planner.machine, current)
+        else:
+            order = [
+                *(item.id for item in stages.completed),
+                *([stages.current.id] if stages.current is not None else []),
+                *(item.id for item in stages.remaining),
+            ]
+            names = list(dict.fromkeys(order))
+            edges = [(a, "", b) for a, b in itertools.pairwise(names)]
+            text = state_diagram(
+                names,
+                edges,
+                start=names[0] if names else None,
+                ends=names[-1:],
+                current=current if current in names else None,
+            )
+        return DiagramDocument(
+            workflow_id=workflow_id, machine="stages", current=current, mermaid=text
+        )
+
+    async def open_feed(self, workflow_id: str) -> tuple[EventFeed, Callable[[], None]]:
+        """A client's event feed and the function that releases it.
+
+        For a workflow no engine drives here, the feed holds the stored snapshot and ends.
+        """
+        live = self._live.get(workflow_id)
+        if live is not None:
+            feed = live.hub.open()
+            hub = live.hub
+            return feed, lambda: hub.release(feed)
+        store = await self.start()
+        stored = await store.load(workflow_id)
+        feed = EventFeed(self.settings.stream_buffer, lambda: stored)
+        feed.close(stored)
+        return feed, feed.close
