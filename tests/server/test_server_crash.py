@@ -183,11 +183,14 @@ class Place:
 
 
 def _answer(server: JupyterServer, place: Place, snapshot: dict[str, Any]) -> None:
-    """Answer the first pending decision as a human would (in doubt: by the side effect)."""
+    """Answer the first pending decision as a human would (in doubt: by the side effect; a
+    lost irreversible state: continue without it, the export is not repeated)."""
     pending = snapshot["run"]["pending"][0]
     decision = "approve"
     if pending["kind"] == "in_doubt":
         decision = "reject" if place.exports() else "approve"
+    if pending["kind"] == "lost_state":
+        decision = "reject"
     code, body = server.command(
         snapshot["workflow_id"],
         decide=pending["id"],
