@@ -1026,7 +1026,7 @@ class Engine:
         if pending is None:
             raise DecisionGoneError(decision_id, self.snapshot)
         lost = lost_state.pending_decision(self)
-        if lost is not None and pending.kind not in (lost_state.KIND, "in_doubt"):
+        if lost is not None and pending.kind not in (lost_state.KIND, "in_doubt", "kernel_rebuild"):
             raise NotebookBccError(
                 f"answer {lost.id} first: the kernel lacks an irreversible cell's state",
                 details={"blocked_by": lost.id, "decision": decision_id},
