@@ -12,7 +12,8 @@ const ASK: Record<PendingKind, string> = {
   step_update: 'Waiting for you to accept a step change',
   in_doubt: 'Waiting for you: a cell may or may not have run',
   kernel_rebuild: 'Waiting for you: the kernel could not be restored',
-  budget: 'Waiting for you: the planner budget is used up'
+  budget: 'Waiting for you: the planner budget is used up',
+  lost_state: 'Waiting for you: an irreversible cell\'s state was lost with the kernel'
 };
 
 function stageName(snapshot: WorkflowSnapshot): string | null {

@@ -23,7 +23,8 @@ export type PendingKind =
   | 'irreversible_confirmation'
   | 'in_doubt'
   | 'kernel_rebuild'
-  | 'budget';
+  | 'budget'
+  | 'lost_state';
 
 export interface PendingDecision {
   id: string;

@@ -431,7 +431,8 @@ export const DECISION_TITLES: Record<PendingKind, string> = {
   irreversible_confirmation: 'Irreversible action',
   in_doubt: 'Action in doubt',
   kernel_rebuild: 'Kernel rebuild',
-  budget: 'Planner budget reached'
+  budget: 'Planner budget reached',
+  lost_state: 'Irreversible state lost'
 };
 
 /** What approve / reject mean for each kind, shown on the buttons' tooltips. */
@@ -442,7 +443,8 @@ export const DECISION_HINTS: Record<PendingKind, [string, string]> = {
   irreversible_confirmation: ['Run the action', 'Skip the action'],
   in_doubt: ['It never ran: run it now', 'It ran: skip it'],
   kernel_rebuild: ['Replay the recorded cells', 'Continue without them'],
-  budget: ['Allow as much again and continue', 'Stop the run (failed)']
+  budget: ['Allow as much again and continue', 'Stop the run (failed)'],
+  lost_state: ['Re-run the irreversible cell once (its side effect happens again)', 'Continue without its state']
 };
 
 export interface DiffSection {

@@ -368,7 +368,8 @@ class ActionExecutor:
         """
         engine = self.engine
         runtime = engine.runtime
-        await kernel_loss.before_cell(engine)
+        if not await kernel_loss.before_cell(engine) and resumed is None and complete:
+            return  # a lost_state decision first; the action runs once it is answered
         source = _source(runtime.document.get(cell_id)) if cell_id else ""
         if resumed is not None:
             running = resumed

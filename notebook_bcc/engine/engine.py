@@ -25,6 +25,7 @@ from functools import partial
 from time import monotonic
 from typing import Any, Literal
 
+from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.actions import ActionExecutor
 from notebook_bcc.engine.budget import answer_budget, stop_for_budget
 from notebook_bcc.engine.decisions import DecisionGoneError
@@ -1024,8 +1025,18 @@ class Engine:
         pending = next((p for p in self.snapshot.run.pending if p.id == decision_id), None)
         if pending is None:
             raise DecisionGoneError(decision_id, self.snapshot)
+        lost = lost_state.pending_decision(self)
+        if lost is not None and pending.kind not in (lost_state.KIND, "in_doubt", "kernel_rebuild"):
+            raise NotebookBccError(
+                f"answer {lost.id} first: the kernel lacks an irreversible cell's state",
+                details={"blocked_by": lost.id, "decision": decision_id},
+            )
         rebuild = next((p for p in self.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
-        if rebuild is not None and pending.kind not in ("kernel_rebuild", "in_doubt"):
+        if rebuild is not None and pending.kind not in (
+            "kernel_rebuild",
+            "in_doubt",
+            lost_state.KIND,
+        ):
             # D11 (revised): nothing is decided while the kernel lacks the state the decision
             # builds on. The replay is tried once more first (a human answering in a new
             # process never asked for an empty kernel); if it fails again, the human must
@@ -1049,6 +1060,8 @@ class Engine:
             await self.recovery.answer_rebuild(pending, decision, actor)
         elif pending.kind == "budget":
             await answer_budget(self, pending, decision, actor)
+        elif pending.kind == lost_state.KIND:
+            await lost_state.answer(self, pending, decision, actor)
         else:
             raise NotebookBccError(f"decisions of kind {pending.kind} are not supported here")
 

@@ -9,6 +9,9 @@ Two ways a kernel is lost while its workflow lives on:
   after the process died while idle): the kernel process changed, so before the next cell runs
   it is restarted cleanly (the session's init code again) and replayed.
 
+Either way an irreversible cell is never replayed; when its state is lost the run waits on a
+``lost_state`` decision (:mod:`notebook_bcc.engine.lost_state`) before the next cell runs.
+
 A cell that keeps killing its kernel is not run forever: after :data:`MAX_KERNEL_DEATHS` deaths
 at the same action the old rule applies (the contract fails, the FSM FAILs).
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.routing import with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
@@ -53,29 +57,32 @@ def note_kernel(runtime: KernelRuntime) -> None:
         _known_pid[runtime] = pid
 
 
-async def before_cell(engine: Engine) -> None:
-    """Rebuild first when the kernel process changed since the state was built (see above)."""
+async def before_cell(engine: Engine) -> bool:
+    """Rebuild first when the kernel process changed since the state was built (see above);
+    False when the rebuild lost an irreversible cell's state and the run now waits on the
+    human (a ``lost_state`` decision): the cell must not run yet."""
     runtime = engine.runtime
     if not runtime.session.started:
-        return
+        return True
     pid = _kernel_pid(runtime)
     known = _known_pid.get(runtime)
     if pid is None or known is None:
         if pid is not None:
             _known_pid[runtime] = pid
-        return
+        return True
     if pid == known:
-        return
+        return True
     try:
         await _replace(runtime)
     except NotebookBccError:
-        return  # the cell then fails on the dead kernel, and after_death takes over
+        return True  # the cell then fails on the dead kernel, and after_death takes over
     note_kernel(runtime)
     await _rebuild(
         engine,
         "WARN: the kernel was restarted outside the workflow; its state was "
         "rebuilt from the completed cells",
     )
+    return lost_state.pending_decision(engine) is None
 
 
 async def after_death(engine: Engine, running: ExecutionContract, path: ActionPath) -> bool:

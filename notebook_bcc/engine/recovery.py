@@ -7,7 +7,8 @@ Before the loop continues, :meth:`Recovery.prepare`:
 2. restores kernel state: a live kernel is reattached; otherwise a ``kernel_rebuild``
    decision (approved at once with ``--auto-confirm``) re-executes the completed reversible code
    cells silently, in order, as ``replay`` contracts (outputs not written back, no effects);
-   irreversible cells are skipped with a WARN effect;
+   irreversible cells are never replayed: one that bound names raises a ``lost_state``
+   decision (see :mod:`notebook_bcc.engine.lost_state`), others are skipped with a WARN effect;
 3. an FSM in ``error`` retries the failed behavior (START_BEHAVIOR), or restarts the workflow
    with ``restart`` (the planner's stages again, a new run).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
+from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.actions import INPUTS_PATH
 from notebook_bcc.engine.retry import can_retry, restart_run, retry
 from notebook_bcc.engine.routing import add_pending, drop_pending, fire_event, with_run
@@ -84,7 +86,8 @@ class Recovery:
 
     @staticmethod
     def _blocking(snapshot: WorkflowSnapshot) -> bool:
-        return any(p.kind in ("in_doubt", "kernel_rebuild") for p in snapshot.run.pending)
+        blocking = ("in_doubt", "kernel_rebuild", lost_state.KIND)
+        return any(p.kind in blocking for p in snapshot.run.pending)
 
     async def _settle_running(self) -> None:
         engine = self.engine
@@ -253,7 +256,8 @@ class Recovery:
         """Re-execute completed reversible code cells silently, in notebook order (D11).
 
         Returns the first cell whose replay failed and why, or None when every one ran.
-        Irreversible cells are never replayed: a warning effect names each one.
+        Irreversible cells are never replayed: a warning effect names each one, and a
+        ``lost_state`` decision asks the human about those whose variables are now missing.
         """
         engine = self.engine
         session = engine.runtime.session
@@ -262,10 +266,12 @@ class Recovery:
         contracts: list[ExecutionContract] = []
         effects: list[str] = []
         replayed = skipped = 0
+        lost: list[tuple[CellRow, ExecutionContract]] = []
         first_failure: tuple[str, str] | None = None
         for row, original in await self._replayable():
             if original.irreversible:
                 skipped += 1
+                lost.append((row, original))
                 effects.append(
                     f"WARN: kernel rebuild skipped irreversible cell {row.cell_id}: "
                     "its variables are missing"
@@ -318,6 +324,8 @@ class Recovery:
             ],
             kinds=frozenset({"replay"}),
         )
+        if lost:
+            await lost_state.ask(engine, lost)
         return first_failure
 
     async def retry_behavior(self) -> None:

@@ -77,6 +77,7 @@ PendingKind = Literal[
     "in_doubt",
     "kernel_rebuild",
     "budget",
+    "lost_state",
 ]
 
 

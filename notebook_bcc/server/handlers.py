@@ -35,9 +35,10 @@ from tornado.iostream import StreamClosedError
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.table import table_rows
 from notebook_bcc.models.names import Event, State
+from notebook_bcc.server.body_limit import BoundedBody
 from notebook_bcc.server.encoding import event_text
 from notebook_bcc.server.errors import BadRequestError, status_for
-from notebook_bcc.server.limits import check_body_size, parse_json_body
+from notebook_bcc.server.limits import parse_json_body
 from notebook_bcc.server.models import CreateWorkflowRequest, StreamSnapshot
 from notebook_bcc.server.openapi import openapi_document
 from notebook_bcc.server.service import WorkflowService
@@ -128,25 +129,27 @@ class JsonErrorsMixin:
         super().log_exception(typ, value, tb)  # type: ignore[misc]
 
 
-class BccAPIHandler(JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
+@web.stream_request_body
+class BccAPIHandler(BoundedBody, JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
     """Base of every notebook-bcc REST handler.
 
     It ties the handler to the extension app (``ExtensionHandlerMixin``), to the server's
     authentication and XSRF checks (``APIHandler``) and to the ``notebook_bcc`` authorization
     resource, and maps every error to one JSON shape so clients need a single error parser.
+    The body is streamed and bounded before it is buffered (:mod:`.body_limit`).
     """
 
     auth_resource = AUTH_RESOURCE
 
     async def prepare(self) -> None:  # type: ignore[override]
-        """The server's checks, then the body size cap on every method (400 when over).
+        """The server's checks, then the body size cap on every method (413 when over),
+        before any of the body is read.
 
         An unauthenticated request is left to ``@web.authenticated`` (403), so the size check
-        reveals nothing to a client that may not call the API.
+        reveals nothing to a client that may not call the API; its body is not kept.
         """
         await super().prepare()
-        if self.current_user is not None:
-            check_body_size(self.request.body or b"")
+        self.bound_body(authenticated=self.current_user is not None)
 
     @property
     def service(self) -> WorkflowService:
@@ -171,7 +174,7 @@ class BccAPIHandler(JsonErrorsMixin, ExtensionHandlerMixin, APIHandler):
 
         Too large, nested too deep, or not JSON: a 400 saying which.
         """
-        return parse_json_body(self.request.body or b"")
+        return parse_json_body(self.body_bytes())
 
     def parse(self, model: type[M]) -> M:
         """The request body validated as ``model``; problems become one 400 naming each field."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from http import HTTPStatus
 from typing import Any
 
 from notebook_bcc.server.errors import BadRequestError
@@ -44,9 +45,10 @@ MAX_URL_CHARS = 8_192
 
 
 class BodyTooLargeError(BadRequestError):
-    """A request body larger than :data:`MAX_BODY_BYTES`."""
+    """A request body larger than :data:`MAX_BODY_BYTES` (413, refused before it is read)."""
 
     code = "body_too_large"
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
 
 
 class JsonTooDeepError(BadRequestError):

@@ -55,7 +55,7 @@ async def test_brackets_inside_strings_do_not_count_as_depth(api: Api, root: Pat
 
 
 @pytest.mark.parametrize("method", ["POST", "DELETE", "GET"])
-async def test_an_oversized_body_is_400_on_every_method(
+async def test_an_oversized_body_is_413_on_every_method(
     api: Api, root: Path, jp_serverapp: Any, method: str
 ) -> None:
     raw = b" " * (MAX_BODY_BYTES + 1)
@@ -70,7 +70,7 @@ async def test_an_oversized_body_is_400_on_every_method(
             allow_nonstandard_methods=True,
             raise_error=False,
         )
-    assert response.code == 400, response.body
+    assert response.code == 413, response.body
     answer = json.loads(response.body)
     assert answer["code"] == "body_too_large"
     assert answer["details"] == {"limit": MAX_BODY_BYTES, "size": MAX_BODY_BYTES + 1}

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 from time import monotonic
 
-from tests.server.conftest import Api
+from tests.server.conftest import Api, read_notebook
 
 
 async def _gone(pid: int, timeout: float = 30.0) -> None:
@@ -75,3 +75,39 @@ async def test_kernel_killed_while_idle_is_replaced_before_the_next_cell(
     done = await api.wait_status(workflow_id, "completed", "failed", "waiting", timeout=90)
     assert done["run"]["status"] == "completed", done["run"]
     assert done["acceptance"]["use"]["value == 42"]["status"] == "passed", "state rebuilt"
+
+
+async def test_kernel_killed_in_the_irreversible_export_never_repeats_it(
+    api: Api, root: Path
+) -> None:
+    """The kernel dies after the export's side effect: an in-doubt question (never auto), a
+    human says it ran, the run completes over REST, and the export ran once."""
+    folder = root / "exp"
+    folder.mkdir()
+    (folder / "hold.txt").write_text("after")
+    options = {"auto_confirm": True, "confirm_irreversible": False}
+    started = await api.start("exp/run.ipynb", "blueprints/crash_export.yaml", options=options)
+    workflow_id = started["workflow_id"]
+    deadline = monotonic() + 90
+    while not (folder / "export.appended").exists():
+        assert monotonic() < deadline, await api.snapshot(workflow_id)
+        await asyncio.sleep(0.05)
+    os.kill(started["kernel"]["pid"], signal.SIGKILL)
+    waiting = await api.wait_status(workflow_id, "waiting", "failed", "completed", timeout=90)
+    (pending,) = waiting["run"]["pending"]
+    assert pending["kind"] == "in_doubt", waiting["run"]
+    (folder / "hold.txt").unlink()
+    version = waiting["version"]
+    for _ in range(20):  # the kernel's rebuild may still commit after the question is asked
+        code, body = await api.command(
+            workflow_id, decide=pending["id"], decision="reject", expected_version=version
+        )
+        if code != 409 or body["code"] != "conflict":
+            break
+        version = body["details"]["snapshot"]["version"]
+    assert code == 200, body
+    done = await api.wait_status(workflow_id, "completed", "failed", "waiting", timeout=90)
+    assert done["run"]["status"] == "completed", done["run"]
+    assert (folder / "exports.log").read_text().splitlines() == ["exported 2"]
+    sources = ["".join(c["source"]) for c in read_notebook(folder / "run.ipynb")["cells"]]
+    assert sum("exports.log" in s for s in sources) == 1, "the export cell is in the notebook once"

@@ -10,8 +10,8 @@ behind a wrapper would be: an orphan then outlives its server unless the next se
 
 Kill points: commits of the first server (``NOTEBOOK_BCC_CRASH_AT`` before/after the Nth
 commit, or the Nth commit of a kind), the export cell held before and after its side effect,
-and the run waiting at each decision. The default run samples a few; ``NOTEBOOK_BCC_SLOW=1``
-runs all of them (>= 20).
+and the run waiting at each decision. ``NOTEBOOK_BCC_SLOW=1`` runs all of them (>= 20) here;
+the default run covers >= 20 points in one chained run (test_server_crash_chain.py).
 """
 
 from __future__ import annotations
@@ -80,10 +80,10 @@ ALL_POINTS = [
     *(KillPoint("commit", f"before:{k}:decision") for k in range(1, 5)),
     *(KillPoint("commit", f"{when}:{n}") for when in ("before", "after") for n in (2, 9, 17)),
 ]
-DEFAULT_POINTS = [KillPoint("hold", "before")]
-"""A server start costs ~5-10 s here: the default run keeps one point (plus the reverse-options
-test, killed after the side effect); ``NOTEBOOK_BCC_SLOW=1`` runs every point."""
-POINTS = ALL_POINTS if SLOW else DEFAULT_POINTS
+POINTS = ALL_POINTS
+"""Two server starts and a whole run per point: ``NOTEBOOK_BCC_SLOW=1`` runs every point; the
+default (CI) run kills one run at >= 20 successive points instead, one server start per point
+(tests/server/test_server_crash_chain.py), plus the reverse-options and planner-call tests."""
 
 
 def _kernelspec(home: Path) -> None:
@@ -183,11 +183,14 @@ class Place:
 
 
 def _answer(server: JupyterServer, place: Place, snapshot: dict[str, Any]) -> None:
-    """Answer the first pending decision as a human would (in doubt: by the side effect)."""
+    """Answer the first pending decision as a human would (in doubt: by the side effect; a
+    lost irreversible state: continue without it, the export is not repeated)."""
     pending = snapshot["run"]["pending"][0]
     decision = "approve"
     if pending["kind"] == "in_doubt":
         decision = "reject" if place.exports() else "approve"
+    if pending["kind"] == "lost_state":
+        decision = "reject"
     code, body = server.command(
         snapshot["workflow_id"],
         decide=pending["id"],
@@ -263,6 +266,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return _uninterrupted(tmp_path_factory.mktemp("baseline"))
 
 
+@pytest.mark.skipif(not SLOW, reason="slow mode; CI kills one chained run instead (see POINTS)")
 @pytest.mark.parametrize("point", POINTS, ids=str)
 def test_server_killed_then_restarted_runs_the_export_exactly_once(
     point: KillPoint, baseline: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
