@@ -141,7 +141,9 @@ class Coediting:
     def writer_for(self, path: str) -> tuple[str, ContentsNotebookWriter] | None:
         """The newest writer whose notebook is ``path`` now, with its workflow id."""
         for workflow_id, writer in reversed(list(self._writers.items())):
-            if writer.api_path == path:
+            # a writer whose notebook was deleted answers to nothing: a new notebook created
+            # under that name must not receive the old workflow's cells
+            if writer.api_path == path and not writer.gone:
                 return workflow_id, writer
         return None
 

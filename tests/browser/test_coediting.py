@@ -352,6 +352,11 @@ def test_deleting_the_notebook_pauses_the_run_and_frees_the_name(lab: Lab, pages
     )
     assert "deleted" in (paused["run"]["reason"] or ""), paused["run"]
     assert not (lab.root / name).exists()
+    # a new notebook under the freed name gets nothing of the old workflow's
+    lab.create_notebook(name)
+    held = lab.api("POST", "documents", {"holder": "after-delete-0001", "paths": [name]})
+    assert held["documents"] == [], held
+    lab.api("POST", "documents", {"holder": "after-delete-0001", "paths": []})
 
 
 def has_cell(text: str) -> str:
