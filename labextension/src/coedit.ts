@@ -21,6 +21,7 @@
 import type { IDocumentManager } from '@jupyterlab/docmanager';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type * as nbformat from '@jupyterlab/nbformat';
+import type { Contents } from '@jupyterlab/services';
 
 import type { BccApi, CellOp, MergeAnswer } from './api';
 import { opsStillApply } from './coeditRule';
@@ -306,6 +307,32 @@ export class DocumentCoeditor {
     return true;
   }
 
+  /**
+   * With jupyter-collaboration the room is the file's only writer: it saves after every change
+   * (the workflow's cells included) and tells each window the file's new hash. A window whose
+   * notice has not arrived yet when the user saves would compare a stale hash and ask "File
+   * Changed" about the room's own save. So before a save, a file the room saved since is
+   * announced to the window the way the collaborative drive announces its saves (a ``save``
+   * on the contents manager's ``fileChanged``), and Lab's save goes on against that file.
+   */
+  private async roomSaved(panel: NotebookPanel): Promise<void> {
+    const context = panel.context;
+    const known = context.contentsModel;
+    if (!known) {
+      return;
+    }
+    const contents = this.docManager.services.contents;
+    const disk = await contents.get(context.path, { content: false, hash: true });
+    const stale =
+      disk.hash && known.hash ? disk.hash !== known.hash : disk.last_modified !== known.last_modified;
+    if (stale && !context.isDisposed) {
+      const signal = contents.fileChanged as unknown as {
+        emit(change: Contents.IChangedArgs): void;
+      };
+      signal.emit({ type: 'save', oldValue: null, newValue: { ...disk, path: known.path } });
+    }
+  }
+
   /** Not the writer, or about to merge: a clean document reloads a newer file first. */
   private async catchUp(panel: NotebookPanel): Promise<void> {
     const context = panel.context;
@@ -335,7 +362,11 @@ export class DocumentCoeditor {
       const next = previous.then(async () => {
         let merged = false;
         try {
-          merged = await this.saveMerged(panel);
+          if (context.model.collaborative) {
+            await this.roomSaved(panel);
+          } else {
+            merged = await this.saveMerged(panel);
+          }
         } catch {
           merged = false; // the merge could not be made: Lab's own save (and its checks)
         }

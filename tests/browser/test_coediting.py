@@ -364,16 +364,13 @@ def has_cell(text: str) -> str:
     return f"cells.some(c => c.source.includes({text!r}))"
 
 
-# Single-user only. With jupyter-collaboration (5.0.4) the two windows share the room's document
-# and this same journey ends with the first window's Ctrl-S asking "File Changed" (not seen with
-# two windows and no workflow): a known gap, not claimed (see README, co-editing).
-@pytest.mark.parametrize("lab", ["single-user"], indirect=True)
 def test_two_windows_on_one_notebook_save_without_a_dialog(lab: Lab, pages: Pages) -> None:
     """The same notebook open in two browser windows while the workflow writes: the user
     edits and saves in either window; no window ever asks "File Changed", and the file ends
-    with every cell once. (One window takes the workflow's cells, the other reloads the file
-    while it is clean; a save that finds the file changed merges cell by cell.)"""
-    mode = "single"
+    with every cell once. (Without collaboration one window takes the workflow's cells, the
+    other reloads the file while it is clean, and a save that finds the file changed merges
+    cell by cell; with it both share the room's document and the room saves.)"""
+    mode = "collab" if lab.collaborative else "single"
     for gate in ("gate-1", "gate-2"):
         (lab.root / gate).unlink(missing_ok=True)
     first = pages.new()
