@@ -63,6 +63,7 @@ export class DocumentCoeditor {
     this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
     tracker.widgetAdded.connect((_, panel) => {
       this.serializeSaves(panel);
+      roomSavesAreNotConflicts(panel);
       const remember = (): void => {
         if (!panel.context.isDisposed) {
           this.bases.set(panel, panel.context.model.toJSON() as unknown as NotebookJson);
@@ -378,6 +379,40 @@ export class DocumentCoeditor {
       return next;
     };
   }
+}
+
+/** The parts of Lab's document context (private in Lab 4) a collaborative save goes through. */
+interface ContextInternals {
+  _raiseConflict?: (model: Contents.IModel, options: Partial<Contents.IModel>) => Promise<unknown>;
+  _contentProviderId?: string;
+  _manager?: { contents: Contents.IManager };
+}
+
+/**
+ * With jupyter-collaboration the room is the file's only writer and saves the shared document
+ * after every change; a save is a request to the room to write that document, which holds
+ * every window's and the workflow's cells. A "File Changed" conflict there is the room's own
+ * save racing the window's notice of it, and "Overwrite" (the room writes the shared document
+ * again) is always the answer that loses nothing. So a collaborative document's save does not
+ * ask: it overwrites. Outside collaboration Lab's check stays (and the co-editor merges).
+ */
+function roomSavesAreNotConflicts(panel: NotebookPanel): void {
+  const context = panel.context;
+  const internals = context as unknown as ContextInternals;
+  const ask = internals._raiseConflict;
+  if (typeof ask !== 'function') {
+    return; // another Lab: its own check and dialog stay
+  }
+  internals._raiseConflict = (model, options) => {
+    const manager = internals._manager;
+    if (!context.model.collaborative || !manager) {
+      return ask.call(context, model, options);
+    }
+    return manager.contents.save(context.path, {
+      ...options,
+      contentProviderId: internals._contentProviderId
+    } as Partial<Contents.IModel>);
+  };
 }
 
 function applyOp(panel: NotebookPanel, op: CellOp): void {
