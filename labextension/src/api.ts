@@ -48,7 +48,9 @@ export interface CreateWorkflowBody {
 export interface HoldAnswer {
   ttl: number;
   collaborative: boolean;
-  documents: Array<{ path: string; workflow_id: string; version: number }>;
+  /** ``writer``: this window takes the workflow's cells and saves them; the others (the same
+   *  notebook open in another window) reload the file while they are clean. */
+  documents: Array<{ path: string; workflow_id: string; version: number; writer?: boolean }>;
 }
 
 /** One cell operation of a merge plan (indices valid when applied in order). */
@@ -167,11 +169,12 @@ export class BccApi {
     return this.request(`${url}?machine=${machine}`);
   }
 
-  /** Heartbeat: this browser (``holder``) has ``paths`` open; their workflows' versions. */
-  holdDocuments(holder: string, paths: string[]): Promise<HoldAnswer> {
+  /** Heartbeat: this browser (``holder``) has ``paths`` open (``dirty`` of them with unsaved
+   *  edits); their workflows' versions. */
+  holdDocuments(holder: string, paths: string[], dirty: string[] = []): Promise<HoldAnswer> {
     return this.request(this.url('documents'), {
       method: 'POST',
-      body: JSON.stringify({ holder, paths })
+      body: JSON.stringify({ holder, paths, dirty })
     });
   }
 

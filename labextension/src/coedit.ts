@@ -11,13 +11,21 @@
  * save acknowledges the plans it wrote. Lab stays the only writer of the file, so the user
  * can edit, run and save at any time. With jupyter-collaboration the server writes into the
  * shared room document itself and nothing here runs.
+ *
+ * The same notebook open in two windows (two browser tabs) has two document models. Only one
+ * of them -- the server names it the ``writer``: the window with unsaved edits, else the one
+ * that opened it first -- takes the workflow's cells and saves; the others reload the file
+ * whenever it is newer than theirs and they have nothing unsaved, so no window's save ever
+ * finds the file changed under it by another window's workflow save.
  */
 import type { IDocumentManager } from '@jupyterlab/docmanager';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type * as nbformat from '@jupyterlab/nbformat';
+import type { Contents } from '@jupyterlab/services';
 
 import type { BccApi, CellOp, MergeAnswer } from './api';
 import { opsStillApply } from './coeditRule';
+import { mergeNotebook, type NotebookJson } from './threeWay';
 
 /** Heartbeat period; cells appear within this (sooner on a live "cell" event). */
 const BEAT_MS = 1500;
@@ -44,6 +52,8 @@ export class DocumentCoeditor {
   private readonly unsaved = new Map<string, MergeAnswer[]>();
   private readonly saving = new Set<string>();
   private readonly inFlight = new Map<string, MergeAnswer[]>();
+  /** Each document's file as this window last loaded or saved it (the merge base). */
+  private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
 
   constructor(
     private readonly api: BccApi,
@@ -52,7 +62,15 @@ export class DocumentCoeditor {
   ) {
     this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
     tracker.widgetAdded.connect((_, panel) => {
-      serializeSaves(panel);
+      this.serializeSaves(panel);
+      roomSavesAreNotConflicts(panel);
+      const remember = (): void => {
+        if (!panel.context.isDisposed) {
+          this.bases.set(panel, panel.context.model.toJSON() as unknown as NotebookJson);
+        }
+      };
+      void panel.context.ready.then(remember);
+      panel.context.fileChanged.connect(remember);
       panel.context.saveState.connect((context, state) => {
         const path = context.path;
         if (state === 'started') {
@@ -127,22 +145,47 @@ export class DocumentCoeditor {
     try {
       const panels = this.openNotebooks();
       const paths = [...new Set(panels.map(p => p.context.path))];
+      const dirty = [
+        ...new Set(panels.filter(p => p.context.model.dirty).map(p => p.context.path))
+      ];
       const sentAt = Date.now();
-      const answer = await this.api.holdDocuments(this.holder, paths);
+      const answer = await this.api.holdDocuments(this.holder, paths, dirty);
       this.held = new Set(paths);
       this.heldUntil = sentAt + answer.ttl * 1000;
       for (const doc of answer.documents) {
-        if (this.versions.get(doc.path) !== doc.version || this.retry.has(doc.path)) {
-          const panel = panels.find(p => p.context.path === doc.path);
-          if (panel) {
-            void this.merge(panel, doc.version);
-          }
+        const panel = panels.find(p => p.context.path === doc.path);
+        if (!panel) {
+          continue;
+        }
+        if (doc.writer === false) {
+          // another window writes this notebook: follow its saves
+          this.versions.delete(doc.path);
+          void this.follow(panel);
+        } else if (this.versions.get(doc.path) !== doc.version || this.retry.has(doc.path)) {
+          void this.merge(panel, doc.version);
         }
       }
     } catch {
       // the server may be restarting; the next beat holds again
     } finally {
       this.beating = false;
+    }
+  }
+
+  /** Not the writer: reload the file when it is newer and this document has nothing unsaved
+   *  (what the user types here afterwards is then saved over the latest file). */
+  private async follow(panel: NotebookPanel): Promise<void> {
+    const path = panel.context.path;
+    if (this.busy.has(path) || this.saving.has(path)) {
+      return;
+    }
+    this.busy.add(path);
+    try {
+      await this.catchUp(panel);
+    } catch {
+      // the file is moving or the server restarting: the next beat looks again
+    } finally {
+      this.busy.delete(path);
     }
   }
 
@@ -160,6 +203,9 @@ export class DocumentCoeditor {
     }
     this.busy.add(path);
     try {
+      if (!this.saving.has(path)) {
+        await this.catchUp(panel); // another window saved since: plan against its file
+      }
       const sent = this.view(panel);
       const wasDirty = context.model.dirty;
       const plan = await this.api.mergeDocument(
@@ -224,44 +270,148 @@ export class DocumentCoeditor {
     return changed;
   }
 
-  /** Save through Lab; a file the server wrote while nobody held it is saved over after a
-   *  merge (its cells are in the document now) and the document reloaded from it. */
+  /** Save through Lab (the save wrapper merges when the file changed on disk). */
   private async save(panel: NotebookPanel): Promise<void> {
+    await panel.context.save();
+  }
+
+  /**
+   * The file is newer than the version this window loaded (another window saved it, or the
+   * server wrote it while nobody held it): write this document merged with it, cell by cell
+   * (:func:`mergeNotebook`), instead of letting Lab ask "File Changed". Answers false when
+   * the file is not newer (Lab's own save then runs).
+   */
+  private async saveMerged(panel: NotebookPanel): Promise<boolean> {
     const context = panel.context;
+    const path = context.path;
+    const base = this.bases.get(panel);
     const contents = this.docManager.services.contents;
-    const disk = await contents.get(context.path, { content: false });
     const mine = context.contentsModel?.last_modified;
-    const newer = mine && Date.parse(disk.last_modified) > Date.parse(mine) + 500;
-    if (!newer) {
-      await context.save();
-      return;
+    if (!base || !mine || context.model.collaborative) {
+      return false;
     }
-    const plans = this.unsaved.get(context.path) ?? [];
-    this.unsaved.delete(context.path);
-    await contents.save(context.path, {
-      type: 'notebook',
-      format: 'json',
-      content: context.model.toJSON()
-    });
+    const stat = await contents.get(path, { content: false });
+    if (Date.parse(stat.last_modified) <= Date.parse(mine)) {
+      return false;
+    }
+    const disk = await contents.get(path, { type: 'notebook', content: true });
+    const merged = mergeNotebook(
+      base,
+      context.model.toJSON() as unknown as NotebookJson,
+      disk.content as NotebookJson
+    );
+    const plans = [...(this.inFlight.get(path) ?? []), ...(this.unsaved.get(path) ?? [])];
+    this.unsaved.delete(path);
+    await contents.save(path, { type: 'notebook', format: 'json', content: merged });
     await context.revert();
     await this.acknowledge(panel, plans);
+    return true;
+  }
+
+  /**
+   * With jupyter-collaboration the room is the file's only writer: it saves after every change
+   * (the workflow's cells included) and tells each window the file's new hash. A window whose
+   * notice has not arrived yet when the user saves would compare a stale hash and ask "File
+   * Changed" about the room's own save. So before a save, a file the room saved since is
+   * announced to the window the way the collaborative drive announces its saves (a ``save``
+   * on the contents manager's ``fileChanged``), and Lab's save goes on against that file.
+   */
+  private async roomSaved(panel: NotebookPanel): Promise<void> {
+    const context = panel.context;
+    const known = context.contentsModel;
+    if (!known) {
+      return;
+    }
+    const contents = this.docManager.services.contents;
+    const disk = await contents.get(context.path, { content: false, hash: true });
+    const stale =
+      disk.hash && known.hash ? disk.hash !== known.hash : disk.last_modified !== known.last_modified;
+    if (stale && !context.isDisposed) {
+      const signal = contents.fileChanged as unknown as {
+        emit(change: Contents.IChangedArgs): void;
+      };
+      signal.emit({ type: 'save', oldValue: null, newValue: { ...disk, path: known.path } });
+    }
+  }
+
+  /** Not the writer, or about to merge: a clean document reloads a newer file first. */
+  private async catchUp(panel: NotebookPanel): Promise<void> {
+    const context = panel.context;
+    if (context.model.dirty || context.model.collaborative) {
+      return;
+    }
+    const disk = await this.docManager.services.contents.get(context.path, { content: false });
+    const mine = context.contentsModel?.last_modified;
+    if (mine && Date.parse(disk.last_modified) > Date.parse(mine) && !context.model.dirty) {
+      await context.revert();
+    }
+  }
+
+  /**
+   * One save at a time per document, merged with the file when it changed on disk. Lab checks,
+   * before it saves, that the file is the version it last wrote; a second save that starts
+   * while the first is still finishing sees the first one's file and asks "File Changed". The
+   * co-editor saves too (a clean document stays clean), so every save of the document --
+   * Ctrl-S, autosave, ours -- waits for the previous one; and a file another window saved
+   * meanwhile is merged (:meth:`saveMerged`) rather than reported as a conflict.
+   */
+  private serializeSaves(panel: NotebookPanel): void {
+    const context = panel.context;
+    const save = context.save.bind(context);
+    let previous: Promise<unknown> = Promise.resolve();
+    context.save = (): Promise<void> => {
+      const next = previous.then(async () => {
+        let merged = false;
+        try {
+          if (context.model.collaborative) {
+            await this.roomSaved(panel);
+          } else {
+            merged = await this.saveMerged(panel);
+          }
+        } catch {
+          merged = false; // the merge could not be made: Lab's own save (and its checks)
+        }
+        if (!merged) {
+          await save();
+        }
+      });
+      previous = next.catch(() => undefined);
+      return next;
+    };
   }
 }
 
+/** The parts of Lab's document context (private in Lab 4) a collaborative save goes through. */
+interface ContextInternals {
+  _raiseConflict?: (model: Contents.IModel, options: Partial<Contents.IModel>) => Promise<unknown>;
+  _contentProviderId?: string;
+  _manager?: { contents: Contents.IManager };
+}
+
 /**
- * One save at a time per document. Lab checks, before it saves, that the file is the version
- * it last wrote; a second save that starts while the first is still finishing sees the first
- * one's file and asks "File Changed". The co-editor saves too (a clean document stays clean),
- * so every save of the document -- Ctrl-S, autosave, ours -- waits for the previous one.
+ * With jupyter-collaboration the room is the file's only writer and saves the shared document
+ * after every change; a save is a request to the room to write that document, which holds
+ * every window's and the workflow's cells. A "File Changed" conflict there is the room's own
+ * save racing the window's notice of it, and "Overwrite" (the room writes the shared document
+ * again) is always the answer that loses nothing. So a collaborative document's save does not
+ * ask: it overwrites. Outside collaboration Lab's check stays (and the co-editor merges).
  */
-function serializeSaves(panel: NotebookPanel): void {
+function roomSavesAreNotConflicts(panel: NotebookPanel): void {
   const context = panel.context;
-  const save = context.save.bind(context);
-  let previous: Promise<unknown> = Promise.resolve();
-  context.save = (): Promise<void> => {
-    const next = previous.then(() => save());
-    previous = next.catch(() => undefined);
-    return next;
+  const internals = context as unknown as ContextInternals;
+  const ask = internals._raiseConflict;
+  if (typeof ask !== 'function') {
+    return; // another Lab: its own check and dialog stay
+  }
+  internals._raiseConflict = (model, options) => {
+    const manager = internals._manager;
+    if (!context.model.collaborative || !manager) {
+      return ask.call(context, model, options);
+    }
+    return manager.contents.save(context.path, {
+      ...options,
+      contentProviderId: internals._contentProviderId
+    } as Partial<Contents.IModel>);
   };
 }
 

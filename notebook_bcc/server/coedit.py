@@ -36,40 +36,83 @@ DEFAULT_TTL = 90.0
 
 
 class DocumentLeases:
-    """Which notebooks (API paths) are open in a browser whose panel applies workflow cells."""
+    """Which notebooks (API paths) are open in a browser whose panel applies workflow cells.
+
+    A notebook open in two browser windows without collaboration has two document models;
+    if both applied and saved the workflow's cells, each save would change the file under
+    the other and Lab would ask "File Changed". So each held path has one *writer* holder
+    (:meth:`writer`): the window the user is editing in (its document has unsaved changes),
+    else the window that has held it longest. The others follow the file: they reload it
+    while their document is clean.
+    """
 
     def __init__(self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = monotonic) -> None:
         self.ttl = ttl
         self._clock = clock
         self._holders: dict[str, tuple[float, frozenset[str]]] = {}
+        # (holder, path) -> when the holder first held it / first reported it dirty
+        self._since: dict[tuple[str, str], float] = {}
+        self._dirty_since: dict[tuple[str, str], float] = {}
 
-    def hold(self, holder: str, paths: Iterable[str]) -> None:
-        """``holder`` has exactly ``paths`` open now (an empty list releases them)."""
+    def hold(self, holder: str, paths: Iterable[str], dirty: Iterable[str] = ()) -> None:
+        """``holder`` has exactly ``paths`` open now, ``dirty`` of them with unsaved edits
+        (an empty list releases them)."""
         chosen = frozenset(paths)
-        if chosen:
-            self._holders[holder] = (self._clock() + self.ttl, chosen)
-        else:
+        unsaved = frozenset(dirty) & chosen
+        now = self._clock()
+        for key in [k for k in self._since if k[0] == holder and k[1] not in chosen]:
+            del self._since[key]
+        for key in [k for k in self._dirty_since if k[0] == holder and k[1] not in unsaved]:
+            del self._dirty_since[key]
+        if not chosen:
             self._holders.pop(holder, None)
+            return
+        self._holders[holder] = (now + self.ttl, chosen)
+        for path in chosen:
+            self._since.setdefault((holder, path), now)
+        for path in unsaved:
+            self._dirty_since.setdefault((holder, path), now)
 
     def release(self, holder: str) -> None:
         """``holder`` closed (its tab went away)."""
-        self._holders.pop(holder, None)
+        self.hold(holder, ())
+
+    def _live(self, path: str) -> list[str]:
+        now = self._clock()
+        live = []
+        for holder, (until, paths) in list(self._holders.items()):
+            if until < now:
+                self.release(holder)
+            elif path in paths:
+                live.append(holder)
+        return live
 
     def held(self, path: str) -> bool:
         """Whether some live holder has ``path`` open."""
-        now = self._clock()
-        for holder, (until, paths) in list(self._holders.items()):
-            if until < now:
-                del self._holders[holder]
-            elif path in paths:
-                return True
-        return False
+        return bool(self._live(path))
+
+    def writer(self, path: str) -> str | None:
+        """The holder whose document takes the workflow's cells and saves them, or None.
+
+        The earliest to have unsaved edits (the user types there: their save writes both),
+        else the earliest to hold the path; stable while nothing changes.
+        """
+        live = self._live(path)
+        dirty = [h for h in live if (h, path) in self._dirty_since]
+        if dirty:
+            return min(dirty, key=lambda h: (self._dirty_since[(h, path)], h))
+        if live:
+            return min(live, key=lambda h: (self._since.get((h, path), 0.0), h))
+        return None
 
     def renamed(self, old: str, new: str) -> None:
         """Follow a rename: the holders of ``old`` now hold ``new`` (until their next beat)."""
         for holder, (until, paths) in list(self._holders.items()):
             if old in paths:
                 self._holders[holder] = (until, (paths - {old}) | {new})
+                for table in (self._since, self._dirty_since):
+                    if (holder, old) in table:
+                        table[(holder, new)] = table.pop((holder, old))
 
 
 class Coediting:
@@ -98,7 +141,9 @@ class Coediting:
     def writer_for(self, path: str) -> tuple[str, ContentsNotebookWriter] | None:
         """The newest writer whose notebook is ``path`` now, with its workflow id."""
         for workflow_id, writer in reversed(list(self._writers.items())):
-            if writer.api_path == path:
+            # a writer whose notebook was deleted answers to nothing: a new notebook created
+            # under that name must not receive the old workflow's cells
+            if writer.api_path == path and not writer.gone:
                 return workflow_id, writer
         return None
 

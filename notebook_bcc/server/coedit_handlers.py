@@ -1,9 +1,11 @@
 """REST routes of co-editing (see :mod:`notebook_bcc.server.coedit`), used by the panel.
 
-- ``POST {base}notebook-bcc/api/documents`` ``{holder, paths}``: the browser ``holder`` has
-  these notebooks open (a heartbeat; an empty list releases them). Answers the hold's
-  ``ttl``, whether collaboration rooms are used, and for each path with a workflow its
-  ``workflow_id`` and cells ``version``.
+- ``POST {base}notebook-bcc/api/documents`` ``{holder, paths, dirty}``: the browser ``holder``
+  has these notebooks open, ``dirty`` of them with unsaved edits (a heartbeat; an empty list
+  releases them). Answers the hold's ``ttl``, whether collaboration rooms are used, and for
+  each path with a workflow its ``workflow_id``, cells ``version`` and whether this holder is
+  the path's ``writer`` (the one window that takes the workflow's cells and saves them; the
+  others reload the file while they are clean).
 - ``POST .../documents/merge`` ``{holder, path, cells, document_modified}``: the operations that put
   the workflow's cells into the browser's document (``cells`` = ``[[cell id, source], ...]``
   of that document in order).
@@ -45,6 +47,7 @@ class HoldRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     holder: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
     paths: list[str] = Field(default_factory=list, max_length=_MAX_PATHS)
+    dirty: list[str] = Field(default_factory=list, max_length=_MAX_PATHS)
 
 
 class MergeRequest(BaseModel):
@@ -98,7 +101,9 @@ class DocumentsHandler(_CoeditHandler):
         """Hold the paths; answer which have a workflow and at which cells version."""
         request = self.parse(HoldRequest)
         paths = [notebook_api_path(raw) for raw in request.paths]
-        self.coedit.leases.hold(request.holder, paths)
+        dirty = [notebook_api_path(raw) for raw in request.dirty]
+        leases = self.coedit.leases
+        leases.hold(request.holder, paths, dirty)
         documents = []
         for path in paths:
             found = self.coedit.writer_for(path)
@@ -106,7 +111,14 @@ class DocumentsHandler(_CoeditHandler):
                 continue
             workflow_id, writer = found
             await writer.settled()  # a file write in flight ends before the browser goes on
-            documents.append({"path": path, "workflow_id": workflow_id, "version": writer.version})
+            documents.append(
+                {
+                    "path": path,
+                    "workflow_id": workflow_id,
+                    "version": writer.version,
+                    "writer": leases.writer(path) == request.holder,
+                }
+            )
         self.answer(
             {
                 "ttl": self.coedit.leases.ttl,

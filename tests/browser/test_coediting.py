@@ -352,3 +352,73 @@ def test_deleting_the_notebook_pauses_the_run_and_frees_the_name(lab: Lab, pages
     )
     assert "deleted" in (paused["run"]["reason"] or ""), paused["run"]
     assert not (lab.root / name).exists()
+    # a new notebook under the freed name gets nothing of the old workflow's
+    lab.create_notebook(name)
+    held = lab.api("POST", "documents", {"holder": "after-delete-0001", "paths": [name]})
+    assert held["documents"] == [], held
+    lab.api("POST", "documents", {"holder": "after-delete-0001", "paths": []})
+
+
+def has_cell(text: str) -> str:
+    """A ``wait_model`` condition: some cell of the open document contains ``text``."""
+    return f"cells.some(c => c.source.includes({text!r}))"
+
+
+def test_two_windows_on_one_notebook_save_without_a_dialog(lab: Lab, pages: Pages) -> None:
+    """The same notebook open in two browser windows while the workflow writes: the user
+    edits and saves in either window; no window ever asks "File Changed", and the file ends
+    with every cell once. (Without collaboration one window takes the workflow's cells, the
+    other reloads the file while it is clean, and a save that finds the file changed merges
+    cell by cell; with it both share the room's document and the room saves.)"""
+    mode = "collab" if lab.collaborative else "single"
+    for gate in ("gate-1", "gate-2"):
+        (lab.root / gate).unlink(missing_ok=True)
+    first = pages.new()
+    first.add_init_script(DIALOG_WATCH)
+    open_lab(first, lab)
+    notebook = new_notebook_from_the_file_menu(first)
+    second = pages.new()
+    second.add_init_script(DIALOG_WATCH)
+    open_lab(second, lab, notebook)
+    open_panel(second)
+
+    workflow_id = lab.start_workflow(notebook, "blueprints/gated.yaml")["workflow_id"]
+    for page in (first, second):  # both windows show the cells written so far
+        wait_model(page, has_cell("'gate-1'"))
+
+    # the user works in the window that opened the notebook second, and saves
+    add_own_cell(second, "from_second = 1")
+    save(second)
+    (lab.root / "gate-1").touch()
+    for page in (first, second):
+        wait_model(page, has_cell("'gate-2'"))
+        wait_model(page, "cells.some(c => c.source.includes('from_second = 1'))")
+
+    # ... then in the first window, with the run going on while that edit is unsaved
+    add_own_cell(first, "from_first = 2")
+    (lab.root / "gate-2").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the end")
+    wait_model(first, "cells.some(c => c.source.includes('reported = 5') && c.count)")
+    save(first)
+    wait_model(second, "cells.some(c => c.source.includes('from_first = 2'))")
+    wait_model(second, "cells.some(c => c.source.includes('reported = 5') && c.count)")
+    shot(first, f"20-5-{mode}-two-windows-first")
+    shot(second, f"20-5-{mode}-two-windows-second")
+    assert dialogs(first) == []
+    assert dialogs(second) == []
+
+    wait_until(
+        lambda: any("from_first = 2" in joined(c) for c in file_cells(lab, notebook)),
+        "the file to hold the first window's cell",
+    )
+    sources = [joined(cell) for cell in file_cells(lab, notebook)]
+    for expected in (
+        "explored = 1",
+        "'gate-1'",
+        "fitted = 3",
+        "'gate-2'",
+        "reported = 5",
+        "from_second = 1",
+        "from_first = 2",
+    ):
+        assert sum(expected in s for s in sources) == 1, (expected, sources)
