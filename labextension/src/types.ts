@@ -45,8 +45,8 @@ export interface PlanItem {
   id: string;
   title?: string | null;
   goal?: string | null;
-  verified_artifacts?: string[];
-  required_variables?: string[];
+  verified_artifacts?: Record<string, string>;
+  required_variables?: Record<string, string>;
   acceptance?: string[];
   focus?: string | null;
   optional?: boolean;
@@ -244,4 +244,38 @@ export interface ErrorBody {
   code: string;
   message: string;
   details?: Record<string, unknown>;
+}
+
+/** What the start form sends (``POST /workflows``). */
+export interface CreateWorkflowBody {
+  notebook_path: string;
+  planner: Record<string, unknown>;
+  problem?: string;
+  files?: string[];
+  options?: Record<string, unknown>;
+}
+
+/** The answer to a heartbeat (``POST /documents``). */
+export interface HoldAnswer {
+  ttl: number;
+  collaborative: boolean;
+  documents: Array<{ path: string; workflow_id: string; version: number }>;
+}
+
+/** One cell operation of a merge plan (indices valid when applied in order). */
+export interface CellOp {
+  op: 'insert' | 'update' | 'replace';
+  index: number;
+  cell_id: string;
+  cell: Record<string, unknown>;
+}
+
+/** A merge plan (``POST /documents/merge``). */
+export interface MergeAnswer {
+  version: number;
+  token: string;
+  ops: CellOp[];
+  metadata: Record<string, unknown>;
+  detached: string[];
+  deleted: string[];
 }

@@ -7,6 +7,7 @@ websocket stream is described in its operation's text (OpenAPI has no websocket 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from notebook_bcc import __version__
@@ -320,3 +321,12 @@ def openapi_document(base_url: str = "/") -> dict[str, Any]:
             },
         },
     }
+
+
+def main() -> None:
+    """Print openapi.json: ``python -m notebook_bcc.server.openapi > labextension/openapi.json``."""
+    print(json.dumps(openapi_document("/"), indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
