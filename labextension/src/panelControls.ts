@@ -59,7 +59,7 @@ export function renderDecision(ctx: SectionContext, decision: PendingDecision, s
   const [approveHint, rejectHint] = DECISION_HINTS[decision.kind];
   const diff = diffView(decision.details);
   const code = decisionCode(decision);
-  const rows = detailRows(decision);
+  const rows = detailRows(decision, snapshot.planner.kind);
   // A stage confirmation asks to review what the stage produced: its latest outputs.
   const review =
     decision.kind === 'stage_confirmation' ? effectViews(snapshot, 3).filter(e => e.text) : [];

@@ -15,9 +15,15 @@ const ASK: Record<PendingKind, string> = {
   budget: 'Waiting for you: the planner budget is used up'
 };
 
+/** The current stage by its title (as the plan tree shows it), else its id in words. */
 function stageName(snapshot: WorkflowSnapshot): string | null {
   const stage = snapshot.location.current.stage_id;
-  return stage ? humanizeId(stage) : null;
+  if (!stage) {
+    return null;
+  }
+  const current = snapshot.location.progress?.stages.current;
+  const title = current && current.id === stage ? current.title?.trim() : '';
+  return title || humanizeId(stage);
 }
 
 /** "Waiting for your approval: Review …", "Failed in Modelling: …", "Running Modelling". */

@@ -106,14 +106,35 @@ export function readable(value: unknown, width = 80): string {
   return shorten(String(value), width);
 }
 
-/** A decision's details as label / value rows, without the parts shown on their own. */
-export function detailRows(decision: PendingDecision): Array<[string, string]> {
+/**
+ * Why an action counts as irreversible, in words: ``planner`` means the plan flagged it -- a
+ * blueprint's author when the planner is a blueprint -- anything else names the rule it matched.
+ */
+export function irreversibleWhy(reason: unknown, plannerKind?: string): string {
+  if (reason === 'planner') {
+    return plannerKind === 'blueprint'
+      ? 'marked irreversible in the blueprint'
+      : 'marked irreversible by the planner';
+  }
+  return `matches the pattern ${readable(reason)}`;
+}
+
+/**
+ * A decision's details as label / value rows, without the parts shown on their own.
+ * ``plannerKind`` (the snapshot's) words the "Why" of an irreversible action.
+ */
+export function detailRows(decision: PendingDecision, plannerKind?: string): Array<[string, string]> {
   const details = decision.details;
   return Object.entries(details)
     .filter(([key]) => !HIDDEN_DETAILS.has(key))
     // a stage confirmation resuming in its own stage says nothing the Stage row does not
     .filter(([key, value]) => !(key === 'resume_state' && value === details['stage']))
-    .map(([key, value]) => [DETAIL_LABELS[key] ?? humanState(key), readable(value)]);
+    .map(([key, value]) => [
+      DETAIL_LABELS[key] ?? humanState(key),
+      key === 'reason' && decision.kind === 'irreversible_confirmation'
+        ? irreversibleWhy(value, plannerKind)
+        : readable(value)
+    ]);
 }
 
 /** The code an irreversible / in-doubt decision is about, if any. */

@@ -56,6 +56,12 @@ export function eventText(event: WorkflowEvent): string {
     }
     case 'contract': {
       const action = typeof detail['action'] === 'string' ? detail['action'] : '';
+      // "transition:c-1a2b:running→completed": the states in words, spaced so a narrow panel
+      // wraps between them (the contract id says nothing to a reader)
+      const move = /^(?:transition|create_contract):[^:]+:(\w+)\s*→\s*(\w+)$/.exec(action);
+      if (move) {
+        return `contract ${event.event ?? ''}: ${humanState(move[1])} → ${humanState(move[2])}`;
+      }
       return `contract ${event.event ?? ''} ${action.replace(/^[a-z_]+:/, '')}`.trim();
     }
     default:

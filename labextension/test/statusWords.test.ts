@@ -32,6 +32,13 @@ describe('statusSentence', () => {
     assert.equal(statusSentence(s), 'Waiting for your approval: Review the held-out RMSE');
     assert.equal(stateDetail(s), 'Workflow state: stage completed');
   });
+  it('names the stage by its title when the plan gives one', () => {
+    const s = snap({ status: 'running' }, 'fit_2');
+    (s.location as unknown as Record<string, unknown>).progress = {
+      stages: { completed: [], current: { id: 'fit_2', title: 'Model fitting' }, remaining: [] }
+    };
+    assert.equal(statusSentence(s), 'Running Model fitting');
+  });
   it('names the stage a run failed in and why', () => {
     const s = snap({ status: 'failed', reason: 'InvalidParameterError: alpha < 0' });
     assert.equal(statusSentence(s), 'Failed in Modelling: InvalidParameterError: alpha < 0');
