@@ -49,7 +49,7 @@ export function renderUsage(ctx: SectionContext, snapshot: WorkflowSnapshot): HT
     'bcc-usage',
     h(
       'table',
-      { class: 'jp-NotebookBcc-table' },
+      { class: 'jp-NotebookBcc-table jp-NotebookBcc-usageTable', 'data-testid': 'bcc-usage-table' },
       h(
         'thead',
         {},
