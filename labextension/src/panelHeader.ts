@@ -87,7 +87,7 @@ state: HeaderState
     // what the run does or needs, in words; the FSM state in a details line below it
     h(
       'div',
-      { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason' },
+      { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason', title: snapshot.run.reason ?? '' },
       statusSentence(snapshot)
     ),
     h(

@@ -26,6 +26,17 @@ function stageName(snapshot: WorkflowSnapshot): string | null {
   return title || humanizeId(stage);
 }
 
+// "stage tuning failed: in tuning / tune / fit: ValueError: bad (line 4 of cell c-1); the
+// workflow ended in end state 'failed'" -> "ValueError: bad": the error a user fixes.
+const ERROR_IN_REASON =
+  /\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)): (.+?)(?: \(line \d+ of cell [^)]*\))?(?:;|$)/;
+
+/** The error of a failure reason in its own words, else the whole reason. */
+export function failureWords(reason: string): string {
+  const found = ERROR_IN_REASON.exec(reason);
+  return found ? `${found[1]}: ${found[2].trim()}` : reason;
+}
+
 /** "Waiting for your approval: Review …", "Failed in Modelling: …", "Running Modelling". */
 export function statusSentence(snapshot: WorkflowSnapshot): string {
   const run = snapshot.run;
@@ -40,8 +51,10 @@ export function statusSentence(snapshot: WorkflowSnapshot): string {
       const more = run.pending.length > 1 ? ` (+${run.pending.length - 1} more)` : '';
       return `${ASK[first.kind] ?? 'Waiting for you'}: ${first.message}${more}`;
     }
-    case 'failed':
-      return `Failed${stage ? ` in ${stage}` : ''}${reason ? `: ${reason}` : ''}`;
+    case 'failed': {
+      const why = failureWords(reason);
+      return `Failed${stage ? ` in ${stage}` : ''}${why ? `: ${why}` : ''}`;
+    }
     case 'running':
       return stage ? `Running ${stage}` : 'Running';
     case 'paused':
