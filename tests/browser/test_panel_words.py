@@ -168,7 +168,6 @@ def test_the_panel_reads_in_plain_words_in_every_state(lab: Lab, pages: Pages) -
         assert style["ox"] in ("auto", "scroll"), style
         assert style["sw"] > style["cw"], f"the long line does not scroll: {style}"
 
-    card.scroll_into_view_if_needed()
     check_words(page, panel, "irreversible", code_scrolls)
     tid(card, "bcc-approve").click()
 
