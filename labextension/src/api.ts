@@ -10,9 +10,12 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import type {
   Command,
+  CreateWorkflowBody,
   DiagramDocument,
   ErrorBody,
   FsmDocument,
+  HoldAnswer,
+  MergeAnswer,
   PlannerKindInfo,
   WorkflowSnapshot,
   WorkflowSummary
@@ -35,41 +38,8 @@ export class ApiError extends Error {
   }
 }
 
-/** What the start form sends (``POST /workflows``). */
-export interface CreateWorkflowBody {
-  notebook_path: string;
-  planner: Record<string, unknown>;
-  problem?: string;
-  files?: string[];
-  options?: Record<string, unknown>;
-}
-
-/** The answer to a heartbeat (``POST /documents``). */
-export interface HoldAnswer {
-  ttl: number;
-  collaborative: boolean;
-  /** ``writer``: this window takes the workflow's cells and saves them; the others (the same
-   *  notebook open in another window) reload the file while they are clean. */
-  documents: Array<{ path: string; workflow_id: string; version: number; writer?: boolean }>;
-}
-
-/** One cell operation of a merge plan (indices valid when applied in order). */
-export interface CellOp {
-  op: 'insert' | 'update' | 'replace';
-  index: number;
-  cell_id: string;
-  cell: Record<string, unknown>;
-}
-
-/** A merge plan (``POST /documents/merge``). */
-export interface MergeAnswer {
-  version: number;
-  token: string;
-  ops: CellOp[];
-  metadata: Record<string, unknown>;
-  detached: string[];
-  deleted: string[];
-}
+// The wire shapes of the start form and co-editing live with the others in types.ts.
+export type { CellOp, CreateWorkflowBody, HoldAnswer, MergeAnswer } from './types';
 
 export class BccApi {
   readonly settings: ServerConnection.ISettings;

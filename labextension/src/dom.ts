@@ -99,6 +99,8 @@ export function fullSizeFigure(figure: HTMLElement): HTMLElement {
     const size = svgNaturalSize(image.src);
     if (size) {
       image.style.width = `${Math.round(size.width)}px`;
+      // fitting to the tab shrinks a wide drawing to the tab, never below its own size
+      image.style.setProperty('--bcc-drawing-width', `${Math.round(size.width)}px`);
       image.style.maxWidth = 'none';
       image.style.height = 'auto';
     }

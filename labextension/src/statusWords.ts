@@ -16,9 +16,26 @@ const ASK: Record<PendingKind, string> = {
   lost_state: 'Waiting for you: an irreversible cell\'s state was lost with the kernel'
 };
 
+/** The current stage by its title (as the plan tree shows it), else its id in words. */
 function stageName(snapshot: WorkflowSnapshot): string | null {
   const stage = snapshot.location.current.stage_id;
-  return stage ? humanizeId(stage) : null;
+  if (!stage) {
+    return null;
+  }
+  const current = snapshot.location.progress?.stages.current;
+  const title = current && current.id === stage ? current.title?.trim() : '';
+  return title || humanizeId(stage);
+}
+
+// "stage tuning failed: in tuning / tune / fit: ValueError: bad (line 4 of cell c-1); the
+// workflow ended in end state 'failed'" -> "ValueError: bad": the error a user fixes.
+const ERROR_IN_REASON =
+  /\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)): (.+?)(?: \(line \d+ of cell [^)]*\))?(?:;|$)/;
+
+/** The error of a failure reason in its own words, else the whole reason. */
+export function failureWords(reason: string): string {
+  const found = ERROR_IN_REASON.exec(reason);
+  return found ? `${found[1]}: ${found[2].trim()}` : reason;
 }
 
 /** "Waiting for your approval: Review …", "Failed in Modelling: …", "Running Modelling". */
@@ -35,8 +52,10 @@ export function statusSentence(snapshot: WorkflowSnapshot): string {
       const more = run.pending.length > 1 ? ` (+${run.pending.length - 1} more)` : '';
       return `${ASK[first.kind] ?? 'Waiting for you'}: ${first.message}${more}`;
     }
-    case 'failed':
-      return `Failed${stage ? ` in ${stage}` : ''}${reason ? `: ${reason}` : ''}`;
+    case 'failed': {
+      const why = failureWords(reason);
+      return `Failed${stage ? ` in ${stage}` : ''}${why ? `: ${why}` : ''}`;
+    }
     case 'running':
       return stage ? `Running ${stage}` : 'Running';
     case 'paused':

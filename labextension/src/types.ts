@@ -46,8 +46,8 @@ export interface PlanItem {
   id: string;
   title?: string | null;
   goal?: string | null;
-  verified_artifacts?: string[];
-  required_variables?: string[];
+  verified_artifacts?: Record<string, string>;
+  required_variables?: Record<string, string>;
   acceptance?: string[];
   focus?: string | null;
   optional?: boolean;
@@ -245,4 +245,40 @@ export interface ErrorBody {
   code: string;
   message: string;
   details?: Record<string, unknown>;
+}
+
+/** What the start form sends (``POST /workflows``). */
+export interface CreateWorkflowBody {
+  notebook_path: string;
+  planner: Record<string, unknown>;
+  problem?: string;
+  files?: string[];
+  options?: Record<string, unknown>;
+}
+
+/** The answer to a heartbeat (``POST /documents``). */
+export interface HoldAnswer {
+  ttl: number;
+  collaborative: boolean;
+  /** ``writer``: this window takes the workflow's cells and saves them; the others (the same
+   *  notebook open in another window) reload the file while they are clean. */
+  documents: Array<{ path: string; workflow_id: string; version: number; writer?: boolean }>;
+}
+
+/** One cell operation of a merge plan (indices valid when applied in order). */
+export interface CellOp {
+  op: 'insert' | 'update' | 'replace';
+  index: number;
+  cell_id: string;
+  cell: Record<string, unknown>;
+}
+
+/** A merge plan (``POST /documents/merge``). */
+export interface MergeAnswer {
+  version: number;
+  token: string;
+  ops: CellOp[];
+  metadata: Record<string, unknown>;
+  detached: string[];
+  deleted: string[];
 }

@@ -32,6 +32,27 @@ describe('statusSentence', () => {
     assert.equal(statusSentence(s), 'Waiting for your approval: Review the held-out RMSE');
     assert.equal(stateDetail(s), 'Workflow state: stage completed');
   });
+  it('names the stage by its title when the plan gives one', () => {
+    const s = snap({ status: 'running' }, 'fit_2');
+    (s.location as unknown as Record<string, unknown>).progress = {
+      stages: { completed: [], current: { id: 'fit_2', title: 'Model fitting' }, remaining: [] }
+    };
+    assert.equal(statusSentence(s), 'Running Model fitting');
+  });
+  it('keeps the error of a failure reason and leaves out where the engine found it', () => {
+    const reason =
+      "stage tuning failed: in tuning / tune / tuning_alpha: InvalidParameterError: alpha must " +
+      "be >= 0, got -1 (line 4 of cell tuning_alpha-0-2925e104c5d2); the workflow ended in end " +
+      "state 'failed'";
+    assert.equal(
+      statusSentence(snap({ status: 'failed', reason }, 'tuning')),
+      'Failed in Tuning: InvalidParameterError: alpha must be >= 0, got -1'
+    );
+    assert.equal(
+      statusSentence(snap({ status: 'failed', reason: 'the kernel died' })),
+      'Failed in Modelling: the kernel died'
+    );
+  });
   it('names the stage a run failed in and why', () => {
     const s = snap({ status: 'failed', reason: 'InvalidParameterError: alpha < 0' });
     assert.equal(statusSentence(s), 'Failed in Modelling: InvalidParameterError: alpha < 0');

@@ -926,7 +926,7 @@ describe('detailRows and decisionCode', () => {
     };
     assert.deepEqual(detailRows(decision), [
       ['Action', 'export_model'],
-      ['Why', 'writes a file'],
+      ['Why', 'matches the pattern writes a file'],
       ['Ran before', 'no'],
       ['Cells', '12, 13'],
       ['extra info', 'a: 1; b: —']
@@ -935,6 +935,10 @@ describe('detailRows and decisionCode', () => {
       decisionCode(decision),
       "with open('housing_model.pkl', 'wb') as handle:\n    pickle.dump(model, handle)"
     );
+    // the plan's own flag says where it came from: a blueprint's author, or a planner
+    const flagged = { ...decision, details: { reason: 'planner' } };
+    assert.deepEqual(detailRows(flagged, 'blueprint'), [['Why', 'marked irreversible in the blueprint']]);
+    assert.deepEqual(detailRows(flagged, 'llm'), [['Why', 'marked irreversible by the planner']]);
     assert.equal(decisionCode({ ...decision, details: { code: '  \n' } }), null);
     assert.equal(decisionCode({ ...decision, details: { code: 42 } }), null);
   });
@@ -1217,6 +1221,16 @@ describe('eventText and clock', () => {
         })
       ),
       'contract committed export_model'
+    );
+    assert.equal(
+      eventText(
+        event(9, {
+          kind: 'contract',
+          event: 'succeed',
+          detail: { action: 'transition:c-d8bb4ac942aa:running→completed' }
+        })
+      ),
+      'contract succeed: running → completed'
     );
   });
 

@@ -504,7 +504,11 @@ class ActionExecutor:
         engine = self.engine
         path, cell_id, source, key, verdict, reason = facts
         earlier = verdict.outcome == "confirm"
-        why = "marked by the planner" if reason == "planner" else f"matches {reason}"
+        if reason == "planner":  # the plan flagged it: a blueprint's author, or a planner
+            by_blueprint = engine.snapshot.planner.kind == "blueprint"
+            why = "marked irreversible in the " + ("blueprint" if by_blueprint else "plan")
+        else:
+            why = f"matches {reason}"
         message = (
             verdict.reason if earlier else f"Run the irreversible action at {path.key}? ({why})"
         )

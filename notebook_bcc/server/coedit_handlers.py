@@ -19,10 +19,19 @@ from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 from tornado import web
 
 from notebook_bcc.server.coedit import Coediting
+from notebook_bcc.server.coedit_models import (
+    AckAnswer,
+    AckRequest,
+    HeldDocument,
+    HoldAnswer,
+    HoldRequest,
+    MergeAnswer,
+    MergeRequest,
+)
 from notebook_bcc.server.contents import notebook_api_path
 from notebook_bcc.server.errors import ServerError
 from notebook_bcc.server.handlers import URL_PREFIX, BccAPIHandler
@@ -30,45 +39,12 @@ from notebook_bcc.server.handlers import URL_PREFIX, BccAPIHandler
 COEDIT_SETTING = "notebook_bcc_coedit"
 """Tornado settings key of the server's :class:`Coediting`."""
 
-_MAX_PATHS = 200
-_MAX_CELLS = 20_000
-
 
 class NoWorkflowError(ServerError):
     """No workflow writes this notebook (404)."""
 
     status = 404
     code = "not_found"
-
-
-class HoldRequest(BaseModel):
-    """A heartbeat: the notebooks a browser has open."""
-
-    model_config = ConfigDict(extra="forbid")
-    holder: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
-    paths: list[str] = Field(default_factory=list, max_length=_MAX_PATHS)
-    dirty: list[str] = Field(default_factory=list, max_length=_MAX_PATHS)
-
-
-class MergeRequest(BaseModel):
-    """A browser's document, as cell ids and sources in order."""
-
-    model_config = ConfigDict(extra="forbid")
-    holder: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
-    path: str
-    cells: list[tuple[str | None, str]] = Field(max_length=_MAX_CELLS)
-    document_modified: str | None = Field(default=None, max_length=64)
-
-
-class AckRequest(BaseModel):
-    """A merge plan the browser applied and saved."""
-
-    model_config = ConfigDict(extra="forbid")
-    path: str
-    token: str = Field(min_length=1, max_length=64)
-    saved: str | None = Field(default=None, max_length=64)
-    detached: list[str] = Field(default_factory=list, max_length=_MAX_CELLS)
-    deleted: list[str] = Field(default_factory=list, max_length=_MAX_CELLS)
 
 
 class _CoeditHandler(BccAPIHandler):
@@ -87,9 +63,9 @@ class _CoeditHandler(BccAPIHandler):
             )
         return found[1]
 
-    def answer(self, data: dict[str, Any]) -> None:
+    def answer(self, data: BaseModel) -> None:
         self.set_header("Content-Type", "application/json")
-        self.finish(data)
+        self.finish(data.model_dump_json())
 
 
 class DocumentsHandler(_CoeditHandler):
@@ -112,19 +88,19 @@ class DocumentsHandler(_CoeditHandler):
             workflow_id, writer = found
             await writer.settled()  # a file write in flight ends before the browser goes on
             documents.append(
-                {
-                    "path": path,
-                    "workflow_id": workflow_id,
-                    "version": writer.version,
-                    "writer": leases.writer(path) == request.holder,
-                }
+                HeldDocument(
+                    path=path,
+                    workflow_id=workflow_id,
+                    version=writer.version,
+                    writer=leases.writer(path) == request.holder,
+                )
             )
         self.answer(
-            {
-                "ttl": self.coedit.leases.ttl,
-                "collaborative": self.coedit.collaborative,
-                "documents": documents,
-            }
+            HoldAnswer(
+                ttl=self.coedit.leases.ttl,
+                collaborative=self.coedit.collaborative,
+                documents=documents,
+            )
         )
 
 
@@ -137,11 +113,10 @@ class MergeHandler(_CoeditHandler):
         """A merge plan (``token``, ``ops`` with each cell's JSON, ``metadata``)."""
         request = self.parse(MergeRequest)
         writer = self.writer(request.path)
-        self.answer(
-            writer.merge_for_document(
-                request.holder, list(request.cells), request.document_modified
-            )
+        plan = writer.merge_for_document(
+            request.holder, list(request.cells), request.document_modified
         )
+        self.answer(MergeAnswer.model_validate(plan))
 
 
 class AckHandler(_CoeditHandler):
@@ -154,7 +129,7 @@ class AckHandler(_CoeditHandler):
         request = self.parse(AckRequest)
         writer = self.writer(request.path)
         done = writer.acknowledge(request.token, request.saved, request.detached, request.deleted)
-        self.answer({"acknowledged": done})
+        self.answer(AckAnswer(acknowledged=done))
 
 
 def coedit_routes() -> list[tuple[str, type[web.RequestHandler]]]:
@@ -167,4 +142,10 @@ def coedit_routes() -> list[tuple[str, type[web.RequestHandler]]]:
     ]
 
 
-__all__ = ["COEDIT_SETTING", "coedit_routes"]
+__all__ = [
+    "COEDIT_SETTING",
+    "AckRequest",
+    "HoldRequest",
+    "MergeRequest",
+    "coedit_routes",
+]

@@ -7,6 +7,7 @@ websocket stream is described in its operation's text (OpenAPI has no websocket 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from notebook_bcc import __version__
@@ -29,7 +30,7 @@ def _errors(*codes: int) -> dict[str, Any]:
     why = {
         400: "Bad input: a body or query that does not validate, a bad path, a refused command.",
         403: "Not authenticated or not authorized, an XSRF failure, or a path escaping the root.",
-        404: "No such workflow.",
+        404: "No such workflow (for /documents: no workflow writes that notebook).",
         409: "Conflict: a stale expected_version (details.snapshot is current), a notebook "
         "that already has an active workflow, or a workflow not running in this server.",
         501: "The planner kind is not available in this installation.",
@@ -182,6 +183,7 @@ def _operations() -> dict[str, Any]:
                 },
             },
         },
+        **_document_operations(),
         "/workflows/{workflow_id}/stream": {
             "parameters": [_WORKFLOW_ID],
             "get": {
@@ -197,6 +199,50 @@ def _operations() -> dict[str, Any]:
     }
 
 
+def _post(operation_id: str, summary: str, request: str, answer: str, *codes: int) -> Any:
+    return {
+        "post": {
+            "operationId": operation_id,
+            "summary": summary,
+            "requestBody": {"required": True, "content": {_JSON: {"schema": _ref(request)}}},
+            "responses": {"200": _json(answer, "The answer."), **_errors(*codes)},
+        }
+    }
+
+
+def _document_operations() -> dict[str, Any]:
+    """Co-editing: how the panel keeps an open notebook and the workflow's cells in step."""
+    return {
+        "/documents": _post(
+            "holdDocuments",
+            "Heartbeat: this browser has these notebooks open (an empty list releases "
+            "them); the server then writes their cells through the browser's document.",
+            "HoldRequest",
+            "HoldAnswer",
+            400,
+            403,
+        ),
+        "/documents/merge": _post(
+            "mergeDocument",
+            "The cell operations that put the workflow's cells into the browser's document.",
+            "MergeRequest",
+            "MergeAnswer",
+            400,
+            403,
+            404,
+        ),
+        "/documents/ack": _post(
+            "acknowledgeMerge",
+            "The browser applied the merge plan `token` and saved the notebook.",
+            "AckRequest",
+            "AckAnswer",
+            400,
+            403,
+            404,
+        ),
+    }
+
+
 def component_schemas() -> dict[str, Any]:
     """JSON Schemas of every model the API reads or writes, keyed by model name."""
     from pydantic import BaseModel
@@ -205,6 +251,7 @@ def component_schemas() -> dict[str, Any]:
     from notebook_bcc.models.command import Command
     from notebook_bcc.models.event import WorkflowEvent
     from notebook_bcc.models.snapshot import WorkflowSnapshot
+    from notebook_bcc.server.coedit_models import COEDIT_MODELS
     from notebook_bcc.server.models import (
         CreateWorkflowRequest,
         DiagramDocument,
@@ -228,6 +275,7 @@ def component_schemas() -> dict[str, Any]:
         FsmDocument,
         StreamSnapshot,
         ErrorBody,
+        *COEDIT_MODELS,
     ]
     _, top = models_json_schema(
         [(model, "validation") for model in models],
@@ -273,3 +321,12 @@ def openapi_document(base_url: str = "/") -> dict[str, Any]:
             },
         },
     }
+
+
+def main() -> None:
+    """Print openapi.json: ``python -m notebook_bcc.server.openapi > labextension/openapi.json``."""
+    print(json.dumps(openapi_document("/"), indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,36 @@ def test_the_store_lives_under_the_jupyter_data_dir(bcc_app: NotebookBccApp) -> 
     assert settings.engine.auto_confirm is False
     assert settings.restart_policy == "resume"
     assert bcc_app.current_activity() is None
+
+
+def _route_patterns(router: Any) -> list[str]:
+    """Every path pattern of a tornado router, nested routers (per host) included."""
+    patterns: list[str] = []
+    for rule in getattr(router, "rules", []):
+        regex = getattr(rule.matcher, "regex", None)
+        if regex is not None:
+            patterns.append(regex.pattern)
+        patterns.extend(_route_patterns(rule.target))
+    return patterns
+
+
+async def test_every_route_the_server_registers_is_in_openapi(
+    api: Api, jp_serverapp: Any, jp_base_url: str
+) -> None:
+    document = await api.ok("GET", "openapi.json")
+    prefix = f"{jp_base_url}notebook-bcc/api"
+    registered = set()
+    for pattern in _route_patterns(jp_serverapp.web_app.default_router):
+        if not pattern.startswith(prefix) or "(?P<rest>" in pattern:
+            continue  # another extension's route, or the catch-all answering 404
+        path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern.removesuffix("$"))
+        registered.add(path.removeprefix(prefix))
+    assert {"/documents", "/documents/merge", "/workflows/{workflow_id}"} <= registered
+    assert registered == set(document["paths"])
+    schemas = document["components"]["schemas"]
+    hold = document["paths"]["/documents"]["post"]
+    assert hold["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/HoldRequest"
+    }
+    assert set(schemas["HoldAnswer"]["properties"]) == {"ttl", "collaborative", "documents"}
+    assert set(schemas["MergeAnswer"]["properties"]) >= {"version", "token", "ops"}

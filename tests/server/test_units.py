@@ -12,6 +12,7 @@ from notebook_bcc.errors import CommandError
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
 from notebook_bcc.schema import json_schema
+from notebook_bcc.server.coedit_handlers import coedit_routes
 from notebook_bcc.server.contents import (
     api_path,
     join_api,
@@ -177,7 +178,7 @@ def test_openapi_names_every_route_and_every_schema_it_uses() -> None:
     assert document["openapi"].startswith("3.1")
     assert document["servers"] == [{"url": "/base/notebook-bcc/api"}]
     served = set()
-    for pattern, _handler in route_table():
+    for pattern, _handler in [*coedit_routes(), *route_table()]:
         path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
         if "{rest}" not in path:
             served.add(path.removeprefix("/notebook-bcc/api"))

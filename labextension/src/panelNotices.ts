@@ -1,0 +1,88 @@
+/**
+ * The panel's notices: short messages after a command (info fades, conflicts and errors stay
+ * until dismissed) and the offer to reload a notebook the workflow changed under unsaved edits.
+ */
+import { h, replaceChildren } from './dom';
+
+export type NoticeKind = 'info' | 'conflict' | 'error';
+
+/** The two notice areas of the panel (owned by the panel, placed by it in its layout). */
+export class PanelNotices {
+  /** Where command notices show. */
+  readonly node: HTMLElement = h('div', { class: 'jp-NotebookBcc-notices', 'aria-live': 'polite' });
+  /** Where the reload offer shows. */
+  readonly reloadNode: HTMLElement = h('div', { class: 'jp-NotebookBcc-reloadArea' });
+  private reloadAction: (() => void) | null = null;
+
+  /** Show a short notice; info notices fade after a while, others stay until dismissed. */
+  notify(kind: NoticeKind, message: string): void {
+    const dismiss = h(
+      'button',
+      {
+        class: 'jp-NotebookBcc-noticeClose',
+        'aria-label': 'Dismiss',
+        title: 'Dismiss',
+        onclick: () => notice.remove()
+      },
+      '×'
+    );
+    const notice = h(
+      'div',
+      {
+        class: `jp-NotebookBcc-notice jp-NotebookBcc-notice-${kind}`,
+        'data-testid': 'bcc-notice',
+        'data-kind': kind,
+        role: kind === 'info' ? 'status' : 'alert'
+      },
+      h('span', { class: 'jp-NotebookBcc-noticeText' }, message),
+      dismiss
+    );
+    replaceChildren(this.node, notice);
+    if (kind === 'info') {
+      window.setTimeout(() => notice.remove(), 8000);
+    }
+  }
+
+  /** The notebook on disk changed while the user has unsaved edits: offer a reload (D10). */
+  showReloadNotice(reload: () => void): void {
+    this.reloadAction = reload;
+    if (this.reloadNode.firstChild) {
+      return;
+    }
+    replaceChildren(
+      this.reloadNode,
+      h(
+        'div',
+        {
+          class: 'jp-NotebookBcc-notice jp-NotebookBcc-notice-info',
+          'data-testid': 'bcc-reload-notice',
+          role: 'status'
+        },
+        h(
+          'span',
+          { class: 'jp-NotebookBcc-noticeText' },
+          'The workflow added cells to this notebook, but it has unsaved edits. Save to ' +
+            'keep both (your cells are merged), or reload to see the workflow’s version.'
+        ),
+        h(
+          'button',
+          {
+            class: 'jp-NotebookBcc-button',
+            'data-testid': 'bcc-reload',
+            onclick: () => this.reloadAction?.()
+          },
+          'Reload'
+        )
+      )
+    );
+  }
+
+  hideReloadNotice(): void {
+    this.reloadAction = null;
+    replaceChildren(this.reloadNode);
+  }
+
+  get reloadNoticeShown(): boolean {
+    return this.reloadNode.firstChild !== null;
+  }
+}

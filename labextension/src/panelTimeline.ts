@@ -1,0 +1,67 @@
+/**
+ * The panel's timeline of D4 events and its planner usage table.
+ */
+import { h, section } from './dom';
+import type { SectionContext } from './panelContext';
+import type { WorkflowEvent, WorkflowSnapshot } from './types';
+import { clock, eventText, usageRows } from './view';
+
+/** The latest events, newest first. */
+export function renderTimeline(ctx: SectionContext, timeline: WorkflowEvent[]): HTMLElement {
+  const events = timeline.slice(-40).reverse();
+  return section(
+    'timeline',
+    'Timeline',
+    ctx.openState,
+    false,
+    'bcc-timeline',
+    events.length
+      ? h(
+          'ol',
+          { class: 'jp-NotebookBcc-timeline' },
+          ...events.map(e =>
+            h(
+              'li',
+              {
+                'data-testid': 'bcc-event',
+                'data-event': e.kind,
+                class: `jp-NotebookBcc-event jp-NotebookBcc-event-${e.kind}`
+              },
+              h('span', { class: 'jp-NotebookBcc-clock' }, clock(e.at)),
+              h('span', { class: 'jp-NotebookBcc-eventText' }, eventText(e))
+            )
+          )
+        )
+      : h('div', { class: 'jp-NotebookBcc-hint' }, 'Nothing happened yet.')
+  );
+}
+/** Planner calls, tokens and latency in total and per stage, or null when never called. */
+export function renderUsage(ctx: SectionContext, snapshot: WorkflowSnapshot): HTMLElement | null {
+  const rows = usageRows(snapshot);
+  if (!rows.length) {
+    return null;
+  }
+  return section(
+    'usage',
+    'Planner usage',
+    ctx.openState,
+    false,
+    'bcc-usage',
+    h(
+      'table',
+      { class: 'jp-NotebookBcc-table jp-NotebookBcc-usageTable', 'data-testid': 'bcc-usage-table' },
+      h(
+        'thead',
+        {},
+        h('tr', {}, h('th', {}, 'Stage'), h('th', {}, 'Calls'), h('th', {}, 'Tokens'), h('th', {}, 'Latency'))
+      ),
+      h(
+        'tbody',
+        {},
+        ...rows.map(r =>
+          h('tr', {}, h('td', {}, r.scope), h('td', {}, String(r.calls)), h('td', {}, r.tokens), h('td', {}, r.latency))
+        )
+      )
+    )
+  );
+}
