@@ -604,7 +604,8 @@ class WorkflowService:
             )
         planner, planner_files = await self._planner(spec)
         try:
-            files = await self._input_files(planner_files, request.files)
+            base = folder_of(notebook) if request.files_relative_to == "notebook" else None
+            files = await self._input_files(planner_files, request.files, base=base)
             options = dataclasses.replace(
                 self.settings.engine, **request.options.model_dump(exclude_none=True)
             )
@@ -747,11 +748,21 @@ class WorkflowService:
 
         return await open_replay_api(self.contents, spec.path)  # every path confined, off-loop
 
-    async def _input_files(self, declared: list[str], given: list[str]) -> list[str]:
-        """Blueprint files then request files, as checked API paths that exist."""
+    async def _input_files(
+        self, declared: list[str], given: list[str], *, base: str | None = None
+    ) -> list[str]:
+        """Blueprint files then request files, as checked API paths that exist.
+
+        ``base`` is the API folder request files are relative to (the notebook's folder), or
+        None when they are API paths; either way the result is confined to the root.
+        """
         paths = list(declared)
         for index, raw in enumerate(given):
-            paths.append(api_path(raw, what=f"files[{index}]"))
+            what = f"files[{index}]"
+            if base is None:
+                paths.append(api_path(raw, what=what))
+            else:
+                paths.append(join_api(base, raw.strip(), what=what))
         missing = []
         for path in paths:
             self.contents.check_inside_root(path, what="files")
