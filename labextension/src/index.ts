@@ -72,10 +72,31 @@ const plugin: JupyterFrontEndPlugin<void> = {
         });
         return result.button.accept;
       },
-      browse: async title => {
-        const result = await FileDialog.getOpenFiles({ manager: docManager, title });
+      browse: async (title, options) => {
+        const extensions = options?.extensions;
+        const result = await FileDialog.getOpenFiles({
+          manager: docManager,
+          title,
+          defaultPath: options?.folder,
+          // folders stay listed (to walk into them); files only with a wanted ending
+          filter: extensions
+            ? model =>
+                model.type === 'directory' ||
+                extensions.some(end => model.name.toLowerCase().endsWith(end))
+                  ? {}
+                  : null
+            : undefined
+        });
         const chosen = result.value?.[0];
         return result.button.accept && chosen ? chosen.path : null;
+      },
+      fileExists: async path => {
+        try {
+          const model = await docManager.services.contents.get(path, { content: false });
+          return model.type !== 'directory';
+        } catch {
+          return false;
+        }
       },
       openNotebook: path => {
         void app.commands.execute('docmanager:open', { path });

@@ -16,7 +16,7 @@ import { stateDetail, statusSentence } from './statusWords';
 import { h, keyValueTable, replaceChildren, section } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
-import { StartForm } from './start';
+import { StartForm, type BrowseOptions } from './start';
 import type {
   Command,
   FsmTransition,
@@ -61,7 +61,11 @@ export interface PanelServices {
   /** Ask once before a destructive command; resolves true to go ahead. */
   confirm(title: string, body: string, accept: string): Promise<boolean>;
   /** Pick a file under the server root (the file dialog); null when cancelled. */
-  browse(title: string): Promise<string | null>;
+  browse(title: string, options?: BrowseOptions): Promise<string | null>;
+  /** panelnav: whether a file exists (the start form preselects workflow.yaml). */
+  fileExists?(path: string): Promise<boolean>;
+  /** panelnav: after each render of the body (navigation, times, follow decorate it). */
+  afterRender?(body: HTMLElement, snapshot: WorkflowSnapshot | null, notebookPath: string | null): void;
   /** Called before a workflow starts on ``path`` (saves unsaved edits, D19). */
   beforeStart(path: string): Promise<void>;
   /** Show ``figure`` at full size in the main area (the side panel is too narrow for it). */
@@ -519,7 +523,8 @@ export class WorkflowPanel extends Widget {
       this.startForm = new StartForm({
         api: this.services.api,
         notebookPath: path,
-        browse: title => this.services.browse(title),
+        browse: (title, options) => this.services.browse(title, options), // panelnav
+        fileExists: this.services.fileExists, // panelnav
         onCancel: () => this.closeStartForm(),
         onSubmit: async body => {
           await this.services.beforeStart(path);
