@@ -15,6 +15,7 @@ import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IMermaidManager } from '@jupyterlab/mermaid';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { NotebookNavigator } from './navigateUi';
 import { Widget } from '@lumino/widgets';
 
 import { BccApi } from './api';
@@ -58,9 +59,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null
   ): void => {
     const api = new BccApi(app.serviceManager.serverSettings);
+    const navigator = new NotebookNavigator(tracker, id => app.shell.activateById(id)); // panelnav
     const panel = new WorkflowPanel({
       api,
       mermaid,
+      afterRender: (body, snapshot, path) => navigator.decorate(body, snapshot, path), // panelnav
       confirm: async (title, body, accept) => {
         const result = await showDialog({
           title,

@@ -17,6 +17,7 @@ import { h, keyValueTable, replaceChildren, section } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
 import { StartForm, type BrowseOptions } from './start';
+import { renderTimelineRows } from './timelineGroups'; // panelnav
 import type {
   Command,
   FsmTransition,
@@ -31,13 +32,11 @@ import {
   TreeNode,
   behaviorView,
   buildTree,
-  clock,
   controlViews,
   decisionCode,
   detailRows,
   diffView,
   effectViews,
-  eventText,
   historyEvents,
   humanState,
   mergeEvents,
@@ -570,6 +569,7 @@ export class WorkflowPanel extends Widget {
         this.renderDiagram(snapshot)
       );
     }
+    this.services.afterRender?.(this.bodyNode, snapshot, this.notebookPath); // panelnav
     this.restoreFocus(focused);
   }
 
@@ -1138,7 +1138,7 @@ export class WorkflowPanel extends Widget {
   }
 
   private renderTimeline(): HTMLElement {
-    const events = this.timeline.slice(-40).reverse();
+    const events = this.timeline; // panelnav: grouped per action, newest first
     return section(
       'timeline',
       'Timeline',
@@ -1149,18 +1149,7 @@ export class WorkflowPanel extends Widget {
         ? h(
             'ol',
             { class: 'jp-NotebookBcc-timeline' },
-            ...events.map(e =>
-              h(
-                'li',
-                {
-                  'data-testid': 'bcc-event',
-                  'data-event': e.kind,
-                  class: `jp-NotebookBcc-event jp-NotebookBcc-event-${e.kind}`
-                },
-                h('span', { class: 'jp-NotebookBcc-clock' }, clock(e.at)),
-                h('span', { class: 'jp-NotebookBcc-eventText' }, eventText(e))
-              )
-            )
+            ...renderTimelineRows(events, this.openState).slice(0, 40) // panelnav
           )
         : h('div', { class: 'jp-NotebookBcc-hint' }, 'Nothing happened yet.')
     );
