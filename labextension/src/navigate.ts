@@ -114,6 +114,11 @@ export function badgeText(mark: CellMark): { text: string; title: string } | nul
   if (!mark.stage) {
     return null;
   }
+  if (mark.stage.startsWith('_')) {
+    // the workflow's own cells (e.g. ``_inputs``: user_problem, user_submit_files)
+    const name = mark.stage.replace(/^_+/, '').replace(/_/g, ' ');
+    return { text: `workflow ${name}`, title: `Written by the workflow: its ${name} cell` };
+  }
   const parts = [mark.stage];
   if (mark.step) {
     parts.push(mark.step);

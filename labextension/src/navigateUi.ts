@@ -88,7 +88,7 @@ export class NotebookNavigator {
       title.classList.add('jp-NotebookBcc-navLink');
       title.tabIndex = 0;
       title.setAttribute('role', 'link');
-      title.title = `${title.title ? `${title.title}: ` : ''}show its cells in the notebook`;
+      title.setAttribute('aria-description', 'Shows its cells in the notebook');
     }
     this.showTimes();
   }
@@ -232,6 +232,8 @@ export class NotebookNavigator {
     void panel.context.ready.then(() => {
       panel.content.model?.contentChanged.connect(schedule);
       panel.content.model?.cells.changed.connect(schedule);
+      // windowed notebooks render a cell's input when it scrolls into view
+      panel.content.cellInViewportChanged.connect(schedule);
       schedule();
     });
     panel.disposed.connect(() => {
@@ -268,16 +270,19 @@ export class NotebookNavigator {
       }
       const mark = cellMark(index, cell.model.getMetadata('notebook_bcc'));
       const badge = mark ? badgeText(mark) : null;
-      const host = cell.node.querySelector<HTMLElement>('.jp-Cell-inputWrapper') ?? cell.node;
-      let node = host.querySelector<HTMLElement>(`:scope > .${BADGE}`);
+      // a line of its own right under the input: it never covers code or outputs
+      const input = cell.node.querySelector<HTMLElement>(':scope > .jp-Cell-inputWrapper');
+      const existing = Array.from(cell.node.querySelectorAll<HTMLElement>(`.${BADGE}`));
+      let node = existing.find(b => input && b.previousElementSibling === input) ?? null;
+      existing.filter(b => b !== node).forEach(b => b.remove());
       cell.node.classList.toggle(WORKFLOW_CELL, badge !== null);
-      if (!badge) {
+      if (!badge || !input) {
         node?.remove();
         return;
       }
       if (!node) {
         node = h('div', { class: BADGE, 'data-testid': 'bcc-cell-badge' });
-        host.append(node);
+        input.after(node);
       }
       node.textContent = badge.text;
       node.title = badge.title;

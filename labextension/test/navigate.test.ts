@@ -98,5 +98,9 @@ describe('badgeText', () => {
     );
     assert.equal(again?.title, 'Written by the workflow: Stage s (visit 2), step t, behavior b (iteration 3)');
     assert.equal(badgeText(cellMark(0, bcc({})) as CellMark), null);
+    assert.deepEqual(badgeText(cellMark(0, bcc({ stage_id: '_inputs', step_id: '_inputs' })) as CellMark), {
+      text: 'workflow inputs',
+      title: 'Written by the workflow: its inputs cell'
+    });
   });
 });

@@ -64,7 +64,9 @@ async def test_a_missing_relative_file_is_named_by_its_api_path(
     assert not (project / "a.ipynb").exists()
 
 
-@pytest.mark.parametrize("name", ["../../../secret.csv", "/etc/passwd", "../..", "../../..", "a\\b.csv"])
+@pytest.mark.parametrize(
+    "name", ["../../../secret.csv", "/etc/passwd", "../..", "../../..", "a\\b.csv"]
+)
 async def test_relative_escapes_are_refused(api: Api, project: Path, name: str) -> None:
     code, answer = await api.call("POST", "workflows", body=_body([name]))
     assert code == 400, answer
