@@ -347,6 +347,10 @@ def test_follow_keeps_the_running_cell_in_view(journey: Journey) -> None:
     follow.check()
     journey.wait_in_view(gate, "switching Follow on shows the running cell")
     shot(page, "20-6-follow-running-cell")
+    panel_width(page, 300)
+    assert_panel_layout(page)
+    shot(page, "20-6-follow-running-cell-300px")
+    panel_width(page, 420)
     # the run goes on: the cell it writes next comes into view by itself
     page.evaluate(SCROLL_NOTEBOOK_JS, "top")
     (journey.lab.root / PROJECT / "gate-nav").write_text("go")
@@ -378,10 +382,10 @@ def test_the_timeline_groups_contract_rows_under_their_action(journey: Journey) 
     journey.page.evaluate(SCROLL_NOTEBOOK_JS, "top")
     contract = actions.first.get_attribute("data-contract-id") or ""
     cells = journey.cells_of("contract_id", contract)
+    assert cells, f"a cell carries contract {contract}"
     tid(actions.first, "bcc-action-link").click()
-    if cells:
-        journey.wait_in_view(cells[0], "the action's cell is shown")
-    scroll_panel_top(journey.page)
+    journey.wait_in_view(cells[0], "the action's cell is shown")
+    actions.first.scroll_into_view_if_needed()
     shot(journey.page, "20-6-timeline-grouped")
 
 
