@@ -40,6 +40,8 @@ export class NotebookNavigator {
   private lastBody: HTMLElement | null = null;
   private lastPath: string | null = null;
   private tick: number | null = null;
+  /** What was last followed (path, cell, workflow cell count). */
+  private followed = '';
 
   constructor(
     private readonly tracker: INotebookTracker,
@@ -63,7 +65,7 @@ export class NotebookNavigator {
     }
     const panel = this.lastPath ? this.find(this.lastPath) : null;
     if (on && panel) {
-      this.keepRunningCellInView(panel);
+      this.keepRunningCellInView(panel, true);
     }
   }
 
@@ -295,11 +297,20 @@ export class NotebookNavigator {
     }
   }
 
-  private keepRunningCellInView(panel: NotebookPanel): void {
-    const index = followIndex(this.marks(panel));
-    if (index !== null) {
-      void panel.content.scrollToItem(index, 'auto');
+  /**
+   * Scroll to the running (else newest) workflow cell -- only when that cell or the number of
+   * workflow cells changed since the last time (or ``force``), so the user's own edits and
+   * scrolling in the notebook are not fought over.
+   */
+  private keepRunningCellInView(panel: NotebookPanel, force = false): void {
+    const marks = this.marks(panel);
+    const index = followIndex(marks);
+    const key = `${panel.context.path}:${index}:${marks.length}`;
+    if (index === null || (!force && key === this.followed)) {
+      return;
     }
+    this.followed = key;
+    void panel.content.scrollToItem(index, 'auto');
   }
 }
 
