@@ -49,3 +49,37 @@ describe('inputPaths', () => {
     assert.deepEqual(inputPaths('n.ipynb', '../up.csv'), ['../up.csv']);
   });
 });
+
+/** ``folder`` joined with ``relative`` and normalized, as the server's join_api does. */
+function join(folder: string, relative: string): string {
+  const out = folder ? folder.split('/') : [];
+  for (const part of relative.split('/')) {
+    if (part === '..') {
+      out.pop();
+    } else if (part && part !== '.') {
+      out.push(part);
+    }
+  }
+  return out.join('/');
+}
+
+describe('relativeFrom, property', () => {
+  it('joined back onto the folder names the target again (seeded random trees)', () => {
+    let seed = 20;
+    const next = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const names = ['a', 'b', 'ab', 'data', 'x y'];
+    const path = (): string =>
+      Array.from({ length: next(4) }, () => names[next(names.length)]).join('/');
+    for (let i = 0; i < 500; i++) {
+      const folder = path();
+      const target = path() || 'f.csv';
+      const relative = relativeFrom(folder, target);
+      assert.equal(join(folder, relative), target, `${folder} -> ${target} via ${relative}`);
+      // and the start form's field turns a root path into that same relative path
+      assert.deepEqual(inputPaths(`${folder ? `${folder}/` : ''}n.ipynb`, `/${target}`), [relative]);
+    }
+  });
+});
