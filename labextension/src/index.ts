@@ -15,6 +15,7 @@ import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IMermaidManager } from '@jupyterlab/mermaid';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { NotebookNavigator } from './navigateUi';
 import { Widget } from '@lumino/widgets';
 
 import { BccApi } from './api';
@@ -58,9 +59,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null
   ): void => {
     const api = new BccApi(app.serviceManager.serverSettings);
+    const navigator = new NotebookNavigator(tracker, id => app.shell.activateById(id)); // panelnav
     const panel = new WorkflowPanel({
       api,
       mermaid,
+      afterRender: (body, snapshot, path) => navigator.decorate(body, snapshot, path), // panelnav
       confirm: async (title, body, accept) => {
         const result = await showDialog({
           title,
@@ -72,10 +75,31 @@ const plugin: JupyterFrontEndPlugin<void> = {
         });
         return result.button.accept;
       },
-      browse: async title => {
-        const result = await FileDialog.getOpenFiles({ manager: docManager, title });
+      browse: async (title, options) => {
+        const extensions = options?.extensions;
+        const result = await FileDialog.getOpenFiles({
+          manager: docManager,
+          title,
+          defaultPath: options?.folder,
+          // folders stay listed (to walk into them); files only with a wanted ending
+          filter: extensions
+            ? model =>
+                model.type === 'directory' ||
+                extensions.some(end => model.name.toLowerCase().endsWith(end))
+                  ? {}
+                  : null
+            : undefined
+        });
         const chosen = result.value?.[0];
         return result.button.accept && chosen ? chosen.path : null;
+      },
+      fileExists: async path => {
+        try {
+          const model = await docManager.services.contents.get(path, { content: false });
+          return model.type !== 'directory';
+        } catch {
+          return false;
+        }
       },
       openNotebook: path => {
         void app.commands.execute('docmanager:open', { path });

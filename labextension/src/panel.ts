@@ -15,7 +15,7 @@ import { WorkflowsList } from './workflowsList';
 import { h, replaceChildren } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
-import { StartForm } from './start';
+import { StartForm, type BrowseOptions } from './start';
 import { renderBehavior, renderEffects, renderVariables } from './panelBehavior';
 import { PanelCommands, type CommandHost } from './panelCommands';
 import type { SectionContext } from './panelContext';
@@ -40,7 +40,15 @@ export interface PanelServices {
   /** Ask once before a destructive command; resolves true to go ahead. */
   confirm(title: string, body: string, accept: string): Promise<boolean>;
   /** Pick a file under the server root (the file dialog); null when cancelled. */
-  browse(title: string): Promise<string | null>;
+  browse(title: string, options?: BrowseOptions): Promise<string | null>;
+  /** Whether a file exists (the start form preselects a workflow.yaml beside the notebook). */
+  fileExists?(path: string): Promise<boolean>;
+  /** After each render of the body (navigation, times and follow decorate it). */
+  afterRender?(
+    body: HTMLElement,
+    snapshot: WorkflowSnapshot | null,
+    notebookPath: string | null
+  ): void;
   /** Called before a workflow starts on ``path`` (saves unsaved edits, D19). */
   beforeStart(path: string): Promise<void>;
   /** Show ``figure`` at full size in the main area (the side panel is too narrow for it). */
@@ -364,7 +372,8 @@ export class WorkflowPanel extends Widget {
       this.startForm = new StartForm({
         api: this.services.api,
         notebookPath: path,
-        browse: title => this.services.browse(title),
+        browse: (title, options) => this.services.browse(title, options),
+        fileExists: this.services.fileExists,
         onCancel: () => this.closeStartForm(),
         onSubmit: async body => {
           await this.services.beforeStart(path);
@@ -436,6 +445,7 @@ export class WorkflowPanel extends Widget {
         this.diagram.render(this.openState, snapshot)
       );
     }
+    this.services.afterRender?.(this.bodyNode, snapshot, this.notebookPath);
     this.restoreFocus(focused);
   }
 

@@ -4,11 +4,12 @@
 import { h, section } from './dom';
 import type { SectionContext } from './panelContext';
 import type { WorkflowEvent, WorkflowSnapshot } from './types';
-import { clock, eventText, usageRows } from './view';
+import { renderTimelineRows } from './timelineGroups';
+import { usageRows } from './view';
 
-/** The latest events, newest first. */
+/** The latest events, newest first, each action's contract and cell events folded into one row. */
 export function renderTimeline(ctx: SectionContext, timeline: WorkflowEvent[]): HTMLElement {
-  const events = timeline.slice(-40).reverse();
+  const events = timeline; // grouped per action, newest first
   return section(
     'timeline',
     'Timeline',
@@ -19,18 +20,7 @@ export function renderTimeline(ctx: SectionContext, timeline: WorkflowEvent[]): 
       ? h(
           'ol',
           { class: 'jp-NotebookBcc-timeline' },
-          ...events.map(e =>
-            h(
-              'li',
-              {
-                'data-testid': 'bcc-event',
-                'data-event': e.kind,
-                class: `jp-NotebookBcc-event jp-NotebookBcc-event-${e.kind}`
-              },
-              h('span', { class: 'jp-NotebookBcc-clock' }, clock(e.at)),
-              h('span', { class: 'jp-NotebookBcc-eventText' }, eventText(e))
-            )
-          )
+          ...renderTimelineRows(events, ctx.openState).slice(0, 40)
         )
       : h('div', { class: 'jp-NotebookBcc-hint' }, 'Nothing happened yet.')
   );

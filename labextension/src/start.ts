@@ -9,11 +9,34 @@ import { ApiError, BccApi, type CreateWorkflowBody } from './api';
 import { h, replaceChildren } from './dom';
 import type { PlannerKindInfo } from './types';
 import { buildStartBody, type StartFields } from './startBody';
+import { recallStart, rememberStart, type KeyValueStore, type RememberedStart } from './startMemory';
+import { besideBlueprint, folderOf, relativeFrom } from './startPaths';
+
+/** Where Browse opens and what it lists. */
+export interface BrowseOptions {
+  /** API folder the dialog opens in. */
+  folder?: string;
+  /** Lower-case file endings to list (folders are always listed); all files when absent. */
+  extensions?: string[];
+}
+
+/** ``window.localStorage`` when the browser allows it, else null (nothing remembered). */
+function browserStorage(): KeyValueStore | null {
+  try {
+    return typeof window !== 'undefined' ? window.localStorage : null;
+  } catch {
+    return null;
+  }
+}
 
 export interface StartFormOptions {
   api: BccApi;
   notebookPath: string;
-  browse(title: string): Promise<string | null>;
+  browse(title: string, options?: BrowseOptions): Promise<string | null>;
+  /** Whether a file exists (the blueprint beside the notebook is preselected when it does). */
+  fileExists?(path: string): Promise<boolean>;
+  /** Where the last values are remembered per notebook (default: localStorage). */
+  storage?: KeyValueStore | null;
   onSubmit(body: CreateWorkflowBody): Promise<void>;
   onCancel(): void;
 }
@@ -37,8 +60,14 @@ export class StartForm {
   private readonly autoConfirm: HTMLInputElement;
   private readonly confirmIrreversible: HTMLInputElement;
   private planners: PlannerKindInfo[] = [];
+  /** What the error line shows: a client-side check (re-checked on every edit) or other. */
+  private errorSource: 'check' | 'server' | 'availability' | null = null;
+  private readonly storage: KeyValueStore | null;
+  private readonly remembered: RememberedStart | null;
 
   constructor(private readonly options: StartFormOptions) {
+    this.storage = options.storage === undefined ? browserStorage() : options.storage;
+    this.remembered = recallStart(this.storage, options.notebookPath);
     this.kind = h('select', {
       class: 'jp-mod-styled',
       id: 'bcc-start-kind',
@@ -86,7 +115,14 @@ export class StartForm {
       this.row('Planner', 'bcc-start-kind', this.kind),
       this.fieldsNode,
       this.row('Problem', 'bcc-start-problem', this.problem),
-      this.row('Input files', 'bcc-start-files', this.withBrowse(this.files, 'Choose an input file', true)),
+      this.row(
+        'Input files',
+        'bcc-start-files',
+        this.withBrowse(this.files, 'Choose an input file', true, {
+          folder: folderOf(options.notebookPath)
+        })
+      ),
+      h('div', { class: 'jp-NotebookBcc-fieldHint' }, "Relative to the notebook's folder."),
       h(
         'label',
         { class: 'jp-NotebookBcc-check' },
@@ -125,7 +161,11 @@ export class StartForm {
         options.onCancel();
       }
     });
+    this.node.addEventListener('input', () => this.recheck());
+    this.node.addEventListener('change', () => this.recheck());
+    this.prefill();
     this.renderFields();
+    void this.preselectBlueprint();
     void options.api
       .planners()
       .then(planners => {
@@ -148,10 +188,45 @@ export class StartForm {
     );
   }
 
+  /** The last values used on this notebook, if any (fields of the kind are set in renderFields). */
+  private prefill(): void {
+    const last = this.remembered;
+    if (!last) {
+      return;
+    }
+    this.kind.value = last.kind;
+    this.problem.value = last.problem;
+    this.files.value = last.files;
+    this.autoConfirm.checked = last.autoConfirm;
+    this.confirmIrreversible.checked = last.confirmIrreversible;
+  }
+
+  /** A ``workflow.yaml`` beside the notebook fills an empty Blueprint field. */
+  private async preselectBlueprint(): Promise<void> {
+    const beside = besideBlueprint(this.options.notebookPath);
+    const exists = this.options.fileExists ? await this.options.fileExists(beside).catch(() => false) : false;
+    const input = this.inputs.get('blueprint');
+    if (exists && input && !input.value.trim() && this.kind.value === 'blueprint') {
+      input.value = beside;
+      this.recheck();
+    }
+  }
+
+  /** After an edit: a check's error is re-checked (gone once fixed); a server error is cleared. */
+  private recheck(): void {
+    if (this.errorSource === 'server') {
+      this.showError(null);
+    } else if (this.errorSource === 'check') {
+      const built = buildStartBody(this.options.notebookPath, this.fields());
+      this.showError('error' in built ? built.error : null, 'check');
+    }
+  }
+
   private withBrowse(
     input: HTMLInputElement,
     title: string,
-    appendValue: boolean
+    appendValue: boolean,
+    browse: BrowseOptions = {}
   ): HTMLElement {
     return h(
       'div',
@@ -165,10 +240,15 @@ export class StartForm {
           title,
           'aria-label': title,
           onclick: async () => {
-            const chosen = await this.options.browse(title);
-            if (chosen) {
+            const picked = await this.options.browse(title, browse);
+            if (picked) {
+              // input files are named from the notebook's folder; the blueprint from the root
+              const chosen = appendValue
+                ? relativeFrom(folderOf(this.options.notebookPath), picked)
+                : picked;
               input.value =
                 appendValue && input.value.trim() ? `${input.value.trim()}, ${chosen}` : chosen;
+              this.recheck();
             }
           }
         },
@@ -193,35 +273,47 @@ export class StartForm {
   private renderFields(): void {
     const kind = this.kind.value as PlannerKindInfo['kind'];
     const defaults = this.planners.find(p => p.kind === kind)?.defaults ?? {};
-    const text = (key: string): string =>
+    const serverDefault = (key: string): string =>
       typeof defaults[key] === 'string' ? (defaults[key] as string) : '';
     this.inputs.clear();
-    const folder = this.options.notebookPath.includes('/')
-      ? this.options.notebookPath.slice(0, this.options.notebookPath.lastIndexOf('/') + 1)
-      : '';
+    const last: Record<string, string> = this.remembered?.kind === kind ? this.remembered.values : {};
+    const text = (key: string, name: string): string => last[name] ?? serverDefault(key);
     const rows: HTMLElement[] = [];
     if (kind === 'blueprint') {
-      const input = this.textInput('blueprint', `${folder}workflow.yaml`, text('path'));
-      rows.push(this.row('Blueprint', 'bcc-start-blueprint', this.withBrowse(input, 'Choose a blueprint (.yaml)', false)));
+      const input = this.textInput(
+        'blueprint',
+        besideBlueprint(this.options.notebookPath),
+        text('path', 'blueprint')
+      );
+      rows.push(
+        this.row(
+          'Blueprint',
+          'bcc-start-blueprint',
+          this.withBrowse(input, 'Choose a blueprint (.yaml or .yml file)', false, {
+            folder: folderOf(this.options.notebookPath),
+            extensions: ['.yaml', '.yml']
+          })
+        )
+      );
     } else if (kind === 'replay') {
-      const input = this.textInput('transcript', 'recordings/housing-run', text('path'));
+      const input = this.textInput('transcript', 'recordings/housing-run', text('path', 'transcript'));
       rows.push(this.row('Recording folder', 'bcc-start-transcript', input));
     } else if (kind === 'http') {
       rows.push(
-        this.row('Server URL', 'bcc-start-url', this.textInput('url', 'http://127.0.0.1:8000', text('url')))
+        this.row('Server URL', 'bcc-start-url', this.textInput('url', 'http://127.0.0.1:8000', text('url', 'url')))
       );
     } else {
       rows.push(
         this.row(
           'Base URL',
           'bcc-start-base_url',
-          this.textInput('base_url', 'http://127.0.0.1:11434/v1', text('base_url'))
+          this.textInput('base_url', 'http://127.0.0.1:11434/v1', text('base_url', 'base_url'))
         ),
-        this.row('Model', 'bcc-start-model', this.textInput('model', 'e.g. qwen2.5-coder:14b', text('model'))),
+        this.row('Model', 'bcc-start-model', this.textInput('model', 'e.g. qwen2.5-coder:14b', text('model', 'model'))),
         this.row(
           'Prompt templates folder (optional)',
           'bcc-start-templates',
-          this.textInput('templates', 'e.g. prompts (its <agent>.md files replace ours)', text('templates'))
+          this.textInput('templates', 'e.g. prompts (its <agent>.md files replace ours)', text('templates', 'templates'))
         )
       );
     }
@@ -243,13 +335,16 @@ export class StartForm {
     this.submit.disabled = Boolean(unavailable);
     this.submit.title = unavailable ? selected?.reason ?? '' : 'Start the workflow';
     if (unavailable) {
-      this.showError(`${KIND_LABELS[selected.kind]}: ${selected.reason ?? 'not available'}`);
-    } else {
+      this.showError(`${KIND_LABELS[selected.kind]}: ${selected.reason ?? 'not available'}`, 'availability');
+    } else if (this.errorSource === 'availability') {
       this.showError(null);
+    } else {
+      this.recheck();
     }
   }
 
-  private showError(message: string | null): void {
+  private showError(message: string | null, source: 'check' | 'server' | 'availability' = 'server'): void {
+    this.errorSource = message ? source : null;
     replaceChildren(this.errorNode, message ?? '');
     this.errorNode.setAttribute('data-testid', message ? 'bcc-start-error' : '');
   }
@@ -272,7 +367,7 @@ export class StartForm {
   private async send(): Promise<void> {
     const built = buildStartBody(this.options.notebookPath, this.fields());
     if ('error' in built) {
-      this.showError(built.error);
+      this.showError(built.error, 'check');
       return;
     }
     this.showError(null);
@@ -280,6 +375,7 @@ export class StartForm {
     this.submit.textContent = 'Starting…';
     try {
       await this.options.onSubmit(built.body);
+      rememberStart(this.storage, this.options.notebookPath, this.fields());
     } catch (error) {
       const message =
         error instanceof ApiError ? error.body.message : `Could not start: ${String(error)}`;

@@ -6,13 +6,14 @@
  */
 import type { CreateWorkflowBody } from './api';
 import type { PlannerKindInfo } from './types';
+import { inputPaths, isYaml } from './startPaths';
 
 export interface StartFields {
   kind: PlannerKindInfo['kind'];
   /** The kind's own fields: blueprint, transcript, url, base_url, model. */
   values: Record<string, string>;
   problem: string;
-  /** Comma- or newline-separated paths relative to the server root. */
+  /** Comma- or newline-separated paths relative to the notebook's folder (``/x``: from the root). */
   files: string;
   autoConfirm: boolean;
   confirmIrreversible: boolean;
@@ -46,7 +47,7 @@ export function buildStartBody(
       if (typeof path !== 'string') {
         return path;
       }
-      if (!/\.ya?ml$/i.test(path)) {
+      if (!isYaml(path)) {
         return { error: `Blueprint: ${path} is not a .yaml file.` };
       }
       planner = { kind: 'blueprint', path: path.replace(/^\/+/, '') };
@@ -96,7 +97,8 @@ export function buildStartBody(
   const body: CreateWorkflowBody = {
     notebook_path: notebookPath,
     planner,
-    files: splitPaths(fields.files),
+    files: inputPaths(notebookPath, fields.files),
+    files_relative_to: 'notebook',
     options: {
       auto_confirm: fields.autoConfirm,
       confirm_irreversible: fields.confirmIrreversible

@@ -253,6 +253,8 @@ export interface CreateWorkflowBody {
   planner: Record<string, unknown>;
   problem?: string;
   files?: string[];
+  /** ``notebook``: ``files`` are relative to the notebook's folder (default ``root``). */
+  files_relative_to?: 'root' | 'notebook';
   options?: Record<string, unknown>;
 }
 

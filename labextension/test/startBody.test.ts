@@ -59,7 +59,7 @@ describe('buildStartBody', () => {
         kind: 'blueprint',
         values: { blueprint: '  /examples/housing/workflow.yaml ', url: 'http://ignored' },
         problem: '  Predict house prices \n',
-        files: 'examples/housing/data/housing.csv\n/extra.csv',
+        files: 'data/housing.csv\n/extra.csv, ./data/housing.csv',
         autoConfirm: true,
         confirmIrreversible: false
       })
@@ -68,7 +68,8 @@ describe('buildStartBody', () => {
       body: {
         notebook_path: 'notebooks/housing.ipynb',
         planner: { kind: 'blueprint', path: 'examples/housing/workflow.yaml' },
-        files: ['examples/housing/data/housing.csv', 'extra.csv'],
+        files: ['data/housing.csv', '../extra.csv'],
+        files_relative_to: 'notebook',
         options: { auto_confirm: true, confirm_irreversible: false },
         problem: 'Predict house prices'
       }

@@ -17,6 +17,7 @@ from notebook_bcc.planners.capabilities import problem_of
 from notebook_bcc.server.contents import (
     api_path,
     folder_of,
+    join_api,
     notebook_api_path,
     relative_to_folder,
 )
@@ -60,7 +61,8 @@ class CreateRoom(ServiceCore):
             )
         planner, planner_files = await self.planners.build(spec)
         try:
-            files = await self._input_files(planner_files, request.files)
+            base = folder_of(notebook) if request.files_relative_to == "notebook" else None
+            files = await self._input_files(planner_files, request.files, base=base)
             options = dataclasses.replace(
                 self.settings.engine, **request.options.model_dump(exclude_none=True)
             )
@@ -85,11 +87,21 @@ class CreateRoom(ServiceCore):
         self._ensure_running(live)
         return live.engine.snapshot
 
-    async def _input_files(self, declared: list[str], given: list[str]) -> list[str]:
-        """Blueprint files then request files, as checked API paths that exist."""
+    async def _input_files(
+        self, declared: list[str], given: list[str], *, base: str | None = None
+    ) -> list[str]:
+        """Blueprint files then request files, as checked API paths that exist.
+
+        ``base`` is the API folder request files are relative to (the notebook's folder), or
+        None when they are API paths; either way the result is confined to the root.
+        """
         paths = list(declared)
         for index, raw in enumerate(given):
-            paths.append(api_path(raw, what=f"files[{index}]"))
+            what = f"files[{index}]"
+            if base is None:
+                paths.append(api_path(raw, what=what))
+            else:
+                paths.append(join_api(base, raw.strip(), what=what))
         missing = []
         for path in paths:
             self.contents.check_inside_root(path, what="files")

@@ -147,6 +147,12 @@ class CreateWorkflowRequest(WireModel):
         description="Input files as API paths; the kernel sees them relative to the "
         "notebook's folder (user_submit_files).",
     )
+    files_relative_to: Literal["root", "notebook"] = Field(
+        default="root",
+        description="How `files` are named: `root` (API paths, the default) or `notebook` "
+        "(relative to the notebook's folder, `..` allowed while the result stays under the "
+        "server root; what the panel's start form sends).",
+    )
     options: RunOptions = Field(default_factory=RunOptions)
 
 

@@ -1,0 +1,70 @@
+/**
+ * The start form's memory (src/startMemory.ts): last values per notebook, robust to whatever
+ * else is in storage.
+ */
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+
+import { memoryKey, recallStart, rememberStart, type KeyValueStore } from '../src/startMemory';
+
+class MapStore implements KeyValueStore {
+  readonly data = new Map<string, string>();
+  getItem(key: string): string | null {
+    return this.data.get(key) ?? null;
+  }
+  setItem(key: string, value: string): void {
+    this.data.set(key, value);
+  }
+}
+
+const FIELDS = {
+  kind: 'blueprint' as const,
+  values: { blueprint: 'proj/workflow.yaml' },
+  problem: 'Predict prices',
+  files: 'data/a.csv',
+  autoConfirm: true,
+  confirmIrreversible: false
+};
+
+describe('rememberStart / recallStart', () => {
+  it('round-trips per notebook and keeps notebooks apart', () => {
+    const store = new MapStore();
+    rememberStart(store, 'proj/a.ipynb', FIELDS);
+    assert.deepEqual(recallStart(store, 'proj/a.ipynb'), FIELDS);
+    assert.equal(recallStart(store, 'proj/b.ipynb'), null);
+    rememberStart(store, 'proj/a.ipynb', { ...FIELDS, problem: 'second' });
+    assert.equal(recallStart(store, 'proj/a.ipynb')?.problem, 'second');
+  });
+
+  it('ignores what it cannot trust', () => {
+    const store = new MapStore();
+    const key = memoryKey('n.ipynb');
+    for (const bad of ['{not json', '42', 'null', '{"kind":"oracle"}', 'x'.repeat(200_000)]) {
+      store.setItem(key, bad);
+      assert.equal(recallStart(store, 'n.ipynb'), null, bad.slice(0, 20));
+    }
+    store.setItem(key, JSON.stringify({ kind: 'llm', values: { model: 'm', n: 3 }, problem: 7 }));
+    assert.deepEqual(recallStart(store, 'n.ipynb'), {
+      kind: 'llm',
+      values: { model: 'm' },
+      problem: '',
+      files: '',
+      autoConfirm: false,
+      confirmIrreversible: true
+    });
+    assert.equal(recallStart(null, 'n.ipynb'), null);
+  });
+
+  it('survives a store that throws', () => {
+    const throwing: KeyValueStore = {
+      getItem: () => {
+        throw new Error('denied');
+      },
+      setItem: () => {
+        throw new Error('quota');
+      }
+    };
+    rememberStart(throwing, 'n.ipynb', FIELDS);
+    assert.equal(recallStart(throwing, 'n.ipynb'), null);
+  });
+});
