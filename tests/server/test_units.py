@@ -192,6 +192,7 @@ def test_openapi_names_every_route_and_every_schema_it_uses() -> None:
         "planner",
         "problem",
         "files",
+        "files_relative_to",
         "options",
     }
 
