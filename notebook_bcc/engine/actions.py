@@ -7,6 +7,9 @@ For each action at ``action_running``:
   and a human asked first when required (D9); then the contract goes RUNNING *and is committed
   with the cell's source* before the cell runs; the outputs, the contract's terminal status
   and COMPLETE_ACTION are committed together afterwards.
+An ``add`` of a code cell followed by the ``exec`` of that cell (the way planners send code)
+is not committed on its own: it rides in the exec's RUNNING commit, so a code action costs two
+commits (issue 23); an irreversible exec commits the add first, as before.
 A failed execution ends the behavior's run early (the remaining actions are skipped with an
 effect): the reflection decides what happens next.
 """
@@ -17,6 +20,7 @@ import dataclasses
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -72,6 +76,17 @@ def portable_path(path: str, folder: Path) -> str:
 def _source(cell: Any) -> str:
     source = cell.get("source", "") if cell is not None else ""
     return "".join(source) if isinstance(source, list) else str(source)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """An action applied but not yet committed: it rides in the next commit (issue 23)."""
+
+    snapshot: WorkflowSnapshot
+    records: list[HistoryEntry | TraceRecord]
+    contracts: list[ExecutionContract]
+    cells: list[CellRow]
+    warnings: list[str]
 
 
 class IrreversibleExec(NamedTuple):
@@ -253,8 +268,31 @@ class ActionExecutor:
         else:
             await self._plain(action, path)
 
+    def _exec_follows(self, action: PlannerAction) -> ExecAction | None:
+        """The queued ``exec`` right after ``action`` when it runs the cell ``action`` adds."""
+        if not isinstance(action, AddAction) or not action.is_code or action.truncated:
+            return None
+        if self.engine.interrupt_requested:
+            return None
+        queue = self.engine.snapshot.action_queue
+        if queue.index + 1 >= len(queue.actions):
+            return None
+        try:
+            (following,) = parse_action(queue.actions[queue.index + 1])
+        except (ProtocolError, ValueError):
+            return None
+        if isinstance(following, ExecAction) and following.codecell_id == LAST_ADDED_CELL:
+            return following
+        return None
+
     async def _plain(self, action: PlannerAction, path: ActionPath) -> None:
         engine = self.engine
+        following = self._exec_follows(action)
+        if following is not None:
+            version = engine.snapshot.version
+            await kernel_loss.before_cell(engine)
+            if engine.snapshot.version != version:
+                return  # the kernel was rebuilt (committed): the loop comes back here
         contract, records = engine.new_contract(
             "cell_execution",
             {"type": action.type, "path": path.key},
@@ -275,6 +313,19 @@ class ActionExecutor:
             snap = self._queue(snap, sections_added=snap.action_queue.sections_added + 1)
         applied = complete_action(snap, effects=effects, options=engine.client_options())
         after = self._notebook(applied.snapshot, None)
+        if following is not None and not outcome.refused:
+            queue = after.action_queue
+            if after.fsm.state is State.ACTION_COMPLETED and queue.index < len(queue.actions):
+                moved = navigate(after, options=engine.client_options())
+                carry = Carried(
+                    moved.snapshot,
+                    [*records, *applied.records, *moved.records],
+                    [done],
+                    engine.runtime.collector.drain(),
+                    list(applied.warnings),
+                )
+                await self._exec(following, self.path(queue.index), carry=carry)
+                return
         await self._finish(
             applied, after, records=list(records), contracts=[done], kinds=frozenset({"action"})
         )
@@ -287,11 +338,11 @@ class ActionExecutor:
                 snapshot = self.engine.archive_effects(snapshot)
         return snapshot
 
-    def _flagged(self, action: ExecAction, cell_id: str) -> bool:
+    def _flagged(self, action: ExecAction, cell_id: str, snapshot: WorkflowSnapshot) -> bool:
         """Whether the planner marked the code irreversible (on the exec or its add action)."""
         if action.irreversible:
             return True
-        queue = self.engine.snapshot.action_queue
+        queue = snapshot.action_queue
         for raw in reversed(queue.actions[: queue.index]):
             if raw.get("type") in ("add", "action") or raw.get("action") == "add":
                 return bool(raw.get("irreversible"))
@@ -299,7 +350,20 @@ class ActionExecutor:
         meta = cell.get("metadata", {}).get("notebook_bcc", {}) if cell is not None else {}
         return bool(meta.get("irreversible"))
 
-    async def _exec(self, action: ExecAction, path: ActionPath) -> None:
+    async def _flush(self, carry: Carried) -> None:
+        """Commit a carried action on its own (the way it was committed before issue 23)."""
+        await self.engine.commit(
+            carry.snapshot,
+            records=carry.records,
+            contracts=carry.contracts,
+            cells=carry.cells,
+            kinds=frozenset({"action"}),
+            warnings=carry.warnings,
+        )
+
+    async def _exec(
+        self, action: ExecAction, path: ActionPath, *, carry: Carried | None = None
+    ) -> None:
         engine = self.engine
         document = engine.runtime.document
         target = (
@@ -307,15 +371,22 @@ class ActionExecutor:
         )
         cell = document.get(target) if target else None
         if cell is None or target is None:
-            await self._execute(action, path, cell_id=None, irreversible=False, reason=None)
+            await self._execute(
+                action, path, cell_id=None, irreversible=False, reason=None, carry=carry
+            )
             return
         source = _source(cell)
         irreversible, reason = is_irreversible(
             source,
-            flagged=self._flagged(action, target),
+            flagged=self._flagged(
+                action, target, engine.snapshot if carry is None else carry.snapshot
+            ),
             patterns=engine.options.irreversible_patterns,
         )
         key: str | None = None
+        if irreversible and carry is not None:
+            await self._flush(carry)
+            carry = None
         if irreversible:
             key = idempotency_key({"type": "code", "code": source})
             snap = engine.snapshot
@@ -346,7 +417,13 @@ class ActionExecutor:
                     await self._ask_irreversible(facts)
                     return
         await self._execute(
-            action, path, cell_id=target, irreversible=irreversible, reason=reason, key=key
+            action,
+            path,
+            cell_id=target,
+            irreversible=irreversible,
+            reason=reason,
+            key=key,
+            carry=carry,
         )
 
     async def _execute(
@@ -360,15 +437,18 @@ class ActionExecutor:
         key: str | None = None,
         complete: bool = True,
         resumed: ExecutionContract | None = None,
+        carry: Carried | None = None,
     ) -> None:
         """Write ahead, run the cell once, commit the outcome (see the module docstring).
 
         ``resumed`` is a contract already RUNNING and committed (an in-doubt action a human
-        said never happened): the cell runs under it instead of a new one.
+        said never happened): the cell runs under it instead of a new one. ``carry`` (the
+        cell's ``add``, its kernel check done) rides in the RUNNING commit.
         """
         engine = self.engine
         runtime = engine.runtime
-        await kernel_loss.before_cell(engine)
+        if carry is None:
+            await kernel_loss.before_cell(engine)
         source = _source(runtime.document.get(cell_id)) if cell_id else ""
         if resumed is not None:
             running = resumed
@@ -383,13 +463,25 @@ class ActionExecutor:
             running, more = fire(contract, "start", actor="engine")
             records += more
             row = self._cell_row(cell_id, contract.execution_id) if cell_id else None
-            await engine.commit(
-                engine.snapshot,
-                records=list(records),
-                contracts=[running],
-                cells=[*runtime.collector.drain(), *([row] if row else [])],
-                kinds=frozenset({"contract_running"}),
-            )
+            cells = [*runtime.collector.drain(), *([row] if row else [])]
+            if carry is None:
+                await engine.commit(
+                    engine.snapshot,
+                    records=list(records),
+                    contracts=[running],
+                    cells=cells,
+                    kinds=frozenset({"contract_running"}),
+                )
+            else:
+                ahead = [c for c in carry.cells if row is None or c.cell_id != row.cell_id]
+                await engine.commit(
+                    carry.snapshot,
+                    records=[*carry.records, *records],
+                    contracts=[*carry.contracts, running],
+                    cells=[*ahead, *cells],
+                    kinds=frozenset({"action", "contract_running"}),
+                    warnings=carry.warnings,
+                )
         outcome = await runtime.runner.run(
             action, path, contract_id=running.execution_id, timeout=engine.options.cell_timeout
         )

@@ -395,6 +395,11 @@ class Engine:
         """Ctrl-C / SIGTERM: stop at the next safe point, the run ``interrupted`` (D1)."""
         self._interrupt_requested = True
 
+    @property
+    def interrupt_requested(self) -> bool:
+        """Whether Ctrl-C / SIGTERM asked the loop to stop at its next safe point."""
+        return self._interrupt_requested
+
     def stopped(self) -> bool:
         """Whether the loop should hand back now."""
         snap = self.snapshot
