@@ -64,6 +64,9 @@ class Layout:
 
     version: int
     parts: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    """The field values the part texts were made from: an identical value is not serialized
+    again (snapshot models are replaced, never changed in place)."""
     lists: dict[Path, tuple[int, list[Any]]] = field(default_factory=dict)
     maps: dict[Path, tuple[int, dict[str, tuple[int, Any]]]] = field(default_factory=dict)
 
@@ -97,16 +100,23 @@ def _strip(model: BaseModel, paths: list[Path]) -> BaseModel:
     return model.model_copy(update=update)
 
 
+_MISSING = object()
 _MAP_LEAVES = frozenset(path[-1] for path in MAP_PATHS)
 _BY_PART: dict[str, list[Path]] = {}
 for _path in SPLIT:
     _BY_PART.setdefault(_path[0], []).append(_path[1:])
 
 
-def part_texts(snapshot: WorkflowSnapshot) -> dict[str, str]:
-    """Each part's JSON (``{"name": value}``), its growing collections emptied."""
+def part_texts(snapshot: WorkflowSnapshot, known: Layout | None = None) -> dict[str, str]:
+    """Each part's JSON (``{"name": value}``), its growing collections emptied; parts whose
+    value is the very object ``known`` made its text from are not serialized again."""
     texts: dict[str, str] = {}
     for name in PART_NAMES:
+        if known is not None and name in known.parts:
+            before = known.values.get(name, _MISSING)
+            if before is getattr(snapshot, name):
+                texts[name] = known.parts[name]
+                continue
         inner = _BY_PART.get(name)
         if inner is None:
             texts[name] = snapshot.model_dump_json(by_alias=True, include={name})
@@ -140,8 +150,9 @@ def write(
     """Write what differs from ``layout``; returns the new layout (version not yet set)."""
     stats = WriteStats()
     new = Layout(layout.version)
-    for name, text in part_texts(snapshot).items():
+    for name, text in part_texts(snapshot, layout).items():
         new.parts[name] = text
+        new.values[name] = getattr(snapshot, name)
         if layout.parts.get(name) != text:
             db.execute(
                 "INSERT INTO snapshot_parts (workflow_id, part, body) VALUES (?, ?, ?)"
@@ -331,6 +342,19 @@ def read_full(db: sqlite3.Connection, workflow_id: str, version: int) -> Workflo
             container[item_key] = json.loads(body)
     doc["version"] = version
     return WorkflowSnapshot.model_validate(doc)
+
+
+def stored_bytes(db: sqlite3.Connection, workflow_id: str) -> tuple[int, int]:
+    """Bytes of the stored snapshot (its parts) and of its item rows."""
+    part = db.execute(
+        "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM snapshot_parts WHERE workflow_id = ?",
+        (workflow_id,),
+    ).fetchone()[0]
+    items = db.execute(
+        "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM snapshot_items WHERE workflow_id = ?",
+        (workflow_id,),
+    ).fetchone()[0]
+    return int(part), int(items)
 
 
 def delete(db: sqlite3.Connection, workflow_id: str) -> None:

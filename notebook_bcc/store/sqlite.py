@@ -510,6 +510,10 @@ class SqliteStore(StoreReads):
             )
         )
 
+    def stored_bytes(self, workflow_id: str) -> tuple[int, int]:
+        """Bytes of the stored snapshot's parts and of its item rows (benchmarks)."""
+        return parts.stored_bytes(self._db, workflow_id)
+
     def chain_anchor(self) -> dict[str, Any]:
         """The chain heads as an exportable anchor (``trace --export-anchor``'s document)."""
         return anchor.notebook_anchor(self._db)
@@ -552,6 +556,11 @@ class AsyncStore:
             executor.shutdown(wait=False)
             raise
         return cls(executor, store)
+
+    @property
+    def last_write(self) -> parts.WriteStats:
+        """Snapshot rows and bytes the last commit wrote (read after it returned)."""
+        return self._store.last_write
 
     async def call(self, fn: Callable[[SqliteStore], T]) -> T:
         """Run ``fn(store)`` on the store's thread."""
