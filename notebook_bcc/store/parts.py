@@ -69,6 +69,8 @@ class Layout:
     again (snapshot models are replaced, never changed in place)."""
     lists: dict[Path, tuple[int, list[Any]]] = field(default_factory=dict)
     maps: dict[Path, tuple[int, dict[str, tuple[int, Any]]]] = field(default_factory=dict)
+    raw: dict[Path, Any] = field(default_factory=dict)
+    """The map objects last written, to skip an unchanged map without looking inside."""
 
 
 @dataclass
@@ -163,11 +165,14 @@ def write(
             stats.bytes += len(text)
     rows = _Rows(db, workflow_id, stats)
     for path in LIST_PATHS:
-        new.lists[path] = _write_list(
-            rows, path, list(_get(snapshot, path)), layout.lists.get(path)
-        )
+        new.lists[path] = _write_list(rows, path, _get(snapshot, path), layout.lists.get(path))
     for path in MAP_PATHS:
-        new.maps[path] = _write_map(rows, path, dict(_get(snapshot, path)), layout.maps.get(path))
+        values = _get(snapshot, path)
+        if layout.raw.get(path) is values and path in layout.maps:
+            new.maps[path] = layout.maps[path]  # the very dict written last time
+        else:
+            new.maps[path] = _write_map(rows, path, values, layout.maps.get(path))
+        new.raw[path] = values
     return new, stats
 
 
@@ -214,7 +219,7 @@ def _write_list(
 ) -> tuple[int, list[Any]]:
     key = ".".join(path)
     first, old = stored if stored is not None else (0, [])
-    if items == old:
+    if items is old or items == old:
         return first, old
     dropped = _dropped_front(old, items)
     if dropped is None:
