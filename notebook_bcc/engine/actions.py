@@ -53,7 +53,7 @@ from notebook_bcc.store.sqlite import CellRow, EventDraft
 from notebook_bcc.workflow import Applied, complete_action, navigate
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
 
 LAST_OUTPUT_CHARS = 500
 HEADING_ACTIONS = (NewChapterAction, NewSectionAction, NewStepAction)
@@ -103,7 +103,7 @@ class IrreversibleExec(NamedTuple):
 class ActionExecutor:
     """The engine's hands: turns queued actions into contracts, cells and commits."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineHost) -> None:
         self.engine = engine
 
     # -- helpers --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from notebook_bcc.store.sqlite import EventDraft
 from notebook_bcc.workflow.effects import add_current
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
     from notebook_bcc.engine.runtime import KernelRuntime
     from notebook_bcc.kernel.cell_ids import ActionPath
 
@@ -53,7 +53,7 @@ def note_kernel(runtime: KernelRuntime) -> None:
         _known_pid[runtime] = pid
 
 
-async def before_cell(engine: Engine) -> None:
+async def before_cell(engine: EngineHost) -> None:
     """Rebuild first when the kernel process changed since the state was built (see above)."""
     runtime = engine.runtime
     if not runtime.session.started:
@@ -78,7 +78,7 @@ async def before_cell(engine: Engine) -> None:
     )
 
 
-async def after_death(engine: Engine, running: ExecutionContract, path: ActionPath) -> bool:
+async def after_death(engine: EngineHost, running: ExecutionContract, path: ActionPath) -> bool:
     """The kernel died under ``running``: settle it, replace the kernel, rebuild; False when
     the kernel cannot be replaced (or died too often here) and the caller fails the run."""
     workflow_id = engine.snapshot.workflow_id
@@ -149,7 +149,7 @@ async def _replace(runtime: KernelRuntime) -> None:
         await runtime.session.restart()
 
 
-async def _rebuild(engine: Engine, effect: str) -> None:
+async def _rebuild(engine: EngineHost, effect: str) -> None:
     snap = engine.snapshot
     engine.snapshot = snap.model_copy(update={"effects": add_current(snap.effects, [effect])})
     await engine.recovery.rebuild(actor="recovery")
