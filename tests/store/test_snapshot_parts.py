@@ -152,3 +152,22 @@ def test_a_snapshot_stored_before_the_parts_loads_and_converts(tmp_path: Path) -
         assert [i.id for i in after.location.progress.stages.completed] == ["s0001", "s0002"]
     finally:
         store.close()
+
+
+def test_a_moved_notebook_is_rekeyed_in_the_parts(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "state.sqlite")
+    try:
+        snap = store.create(
+            _with_progress(new_snapshot("wf", "r", notebook_path="a/n.ipynb"), [_item(1)], [])
+        )
+        snap = store.commit(Commit(_step(snap, "history", 1), snap.version)).snapshot
+        assert store.move_notebook("a", "b") == ["wf"]
+        moved = store.load("wf")
+        assert moved.notebook_path == "b/n.ipynb"
+        assert moved.version == snap.version
+        assert moved.model_copy(update={"notebook_path": "a/n.ipynb"}) == snap
+        assert store.workflow_ids(notebook_path="b/n.ipynb") == ["wf"]
+        after = store.commit(Commit(_step(moved, "complete", 2), moved.version)).snapshot
+        assert store.load("wf") == after
+    finally:
+        store.close()
