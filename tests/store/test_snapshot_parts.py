@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,7 +84,9 @@ OPS = st.sampled_from(
 
 @settings(max_examples=40, deadline=None)
 @given(ops=st.lists(OPS, max_size=25))
-def test_the_full_view_survives_any_sequence_of_changes(tmp_path_factory, ops: list[str]) -> None:
+def test_the_full_view_survives_any_sequence_of_changes(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[str]
+) -> None:
     path = tmp_path_factory.mktemp("parts") / "state.sqlite"
     store = SqliteStore(path)
     try:
