@@ -23,7 +23,7 @@ from notebook_bcc.models.snapshot import Budget, PendingDecision, WorkflowSnapsh
 from notebook_bcc.store.sqlite import EventDraft
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
 
 
 def budget_for(max_tokens: int | None, max_planner_calls: int | None) -> Budget:
@@ -56,7 +56,7 @@ def _event(pending: PendingDecision, what: str, actor: str) -> EventDraft:
     )
 
 
-async def stop_for_budget(engine: Engine, point: str) -> bool:
+async def stop_for_budget(engine: EngineHost, point: str) -> bool:
     """Park the run on a ``budget`` decision when the next call would pass a cap (True)."""
     found = over_budget(engine.snapshot)
     if found is None:
@@ -76,7 +76,7 @@ async def stop_for_budget(engine: Engine, point: str) -> bool:
 
 
 async def answer_budget(
-    engine: Engine,
+    engine: EngineHost,
     pending: PendingDecision,
     decision: Literal["approve", "reject"],
     actor: str,

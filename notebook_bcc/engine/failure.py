@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<cell line: \d+>|File \"<[^>]*>\")?,?\s*line (\d+)")
@@ -58,7 +58,7 @@ def describe_contract(contract: ExecutionContract, cell: dict[str, Any] | None) 
     return f"in {_where(path)}: {message}{where}"
 
 
-async def failure_cause(engine: Engine) -> str | None:
+async def failure_cause(engine: EngineHost) -> str | None:
     """The cause of the current stage's failure, or None when nothing recorded one."""
     snap = engine.snapshot
     stage = snap.location.progress.stages.current
@@ -86,7 +86,7 @@ async def failure_cause(engine: Engine) -> str | None:
     return _failed_criterion(engine, stage.id)
 
 
-def _failed_criterion(engine: Engine, stage_id: str) -> str | None:
+def _failed_criterion(engine: EngineHost, stage_id: str) -> str | None:
     snap = engine.snapshot
     stage_key = f"stage:{stage_id}"
     groups = list(snap.acceptance.items())

@@ -30,7 +30,7 @@ from notebook_bcc.store.sqlite import EventDraft
 from notebook_bcc.workflow.effects import add_current
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
     from notebook_bcc.engine.runtime import KernelRuntime
     from notebook_bcc.kernel.cell_ids import ActionPath
 
@@ -57,7 +57,7 @@ def note_kernel(runtime: KernelRuntime) -> None:
         _known_pid[runtime] = pid
 
 
-async def before_cell(engine: Engine) -> bool:
+async def before_cell(engine: EngineHost) -> bool:
     """Rebuild first when the kernel process changed since the state was built (see above);
     False when the rebuild lost an irreversible cell's state and the run now waits on the
     human (a ``lost_state`` decision): the cell must not run yet."""
@@ -85,7 +85,7 @@ async def before_cell(engine: Engine) -> bool:
     return lost_state.pending_decision(engine) is None
 
 
-async def after_death(engine: Engine, running: ExecutionContract, path: ActionPath) -> bool:
+async def after_death(engine: EngineHost, running: ExecutionContract, path: ActionPath) -> bool:
     """The kernel died under ``running``: settle it, replace the kernel, rebuild; False when
     the kernel cannot be replaced (or died too often here) and the caller fails the run."""
     workflow_id = engine.snapshot.workflow_id
@@ -156,7 +156,7 @@ async def _replace(runtime: KernelRuntime) -> None:
         await runtime.session.restart()
 
 
-async def _rebuild(engine: Engine, effect: str) -> None:
+async def _rebuild(engine: EngineHost, effect: str) -> None:
     snap = engine.snapshot
     engine.snapshot = snap.model_copy(update={"effects": add_current(snap.effects, [effect])})
     await engine.recovery.rebuild(actor="recovery")

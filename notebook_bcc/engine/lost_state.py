@@ -34,7 +34,7 @@ from notebook_bcc.store.sqlite import CellRow, EventDraft
 from notebook_bcc.workflow.effects import add_current
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
     from notebook_bcc.models.snapshot import PendingDecision
 
 KIND = "lost_state"
@@ -70,12 +70,12 @@ def bound_names(source: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def pending_decision(engine: Engine) -> PendingDecision | None:
+def pending_decision(engine: EngineHost) -> PendingDecision | None:
     """The open ``lost_state`` decision, if any."""
     return next((p for p in engine.snapshot.run.pending if p.kind == KIND), None)
 
 
-async def ask(engine: Engine, skipped: list[tuple[CellRow, ExecutionContract]]) -> bool:
+async def ask(engine: EngineHost, skipped: list[tuple[CellRow, ExecutionContract]]) -> bool:
     """After a rebuild that skipped ``skipped`` irreversible cells: ask about those whose state
     is lost and was never asked about (or keep the open question); True when the run waits."""
     open_decision = pending_decision(engine)
@@ -162,7 +162,7 @@ async def ask(engine: Engine, skipped: list[tuple[CellRow, ExecutionContract]]) 
 
 
 async def answer(
-    engine: Engine, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    engine: EngineHost, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
 ) -> None:
     """Approve: re-run the lost irreversible cells once, silently; reject: go on without."""
     workflow_id = engine.snapshot.workflow_id

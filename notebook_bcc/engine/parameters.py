@@ -1,4 +1,7 @@
-"""The ``injected-parameters`` cell: a run's parameters, set in the kernel before any action.
+"""The setup cells: the inputs cell, then the ``injected-parameters`` cell, before any action.
+
+Both are added and executed by one code path (:func:`run_setup_cell`). The inputs cell holds
+``user_problem`` / ``user_submit_files``; the parameters cell a run's parameters.
 
 Papermill's convention: a code cell tagged ``injected-parameters`` assigns each parameter.
 Here it is added right after the inputs cell (an existing notebook's own cells, a user cell
@@ -11,6 +14,8 @@ like the inputs cell, so the notebook runs on its own later. The values also ent
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notebook_bcc.kernel.cell_ids import ActionPath
@@ -19,11 +24,26 @@ from notebook_bcc.protocol.action_models import AddAction, ExecAction
 
 if TYPE_CHECKING:
     from notebook_bcc.engine.actions import ActionExecutor
+    from notebook_bcc.engine.host import EngineHost
 
+INPUTS_TAG = "notebook-bcc-inputs"
+"""The tag of the inputs cell (papermill-style tools find cells by tag)."""
+INPUTS_PATH = ActionPath("_inputs", 1, "_inputs", "inputs", 1, 0)
+"""The path of the inputs cell (scoped to the workflow when used)."""
 INJECTED_TAG = "injected-parameters"
 """papermill's tag for the cell holding the run's parameters."""
 PARAMETERS_PATH = ActionPath("_inputs", 1, "_inputs", "parameters", 1, 0)
 """The path of the parameters cell (scoped to the workflow when used)."""
+
+
+def portable_path(path: str, folder: Path) -> str:
+    """``path`` relative to ``folder`` when it is absolute and on the same drive."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        return os.path.relpath(path, folder)
+    except ValueError:
+        return path
 
 
 def parameters_source(parameters: dict[str, Any]) -> str:
@@ -47,32 +67,80 @@ def parameter_variables(parameters: dict[str, Any]) -> dict[str, VariableInfo]:
     }
 
 
+async def run_setup_cell(
+    executor: ActionExecutor, source: str, tag: str, path: ActionPath, what: str
+) -> bool:
+    """Add a tagged setup code cell (inputs, parameters) at ``path`` scoped to the workflow
+    and execute it under its own contract; the one code path of both setup cells. False when
+    the cell could not be added (the run is then failed)."""
+    engine = executor.engine
+    scoped = dataclasses.replace(path, scope=engine.snapshot.workflow_id)
+    add = AddAction(content=source, shot_type="action", metadata={"tags": [tag]})
+    outcome = engine.runtime.runner.apply(add, scoped)
+    if outcome.cell_id is None:
+        await engine.fail_run(f"could not add the {what} cell: {outcome.refused}")
+        return False
+    await executor.run_setup(ExecAction(codecell_id=outcome.cell_id), scoped, outcome.cell_id)
+    return True
+
+
 async def inject_parameters(executor: ActionExecutor) -> None:
     """Add and run the parameters cell when the run has parameters (after the inputs cell)."""
     engine = executor.engine
     snap = engine.snapshot
     if not snap.parameters or snap.run.status == "failed":
         return
-    add = AddAction(
-        content=parameters_source(snap.parameters),
-        shot_type="action",
-        metadata={"tags": [INJECTED_TAG]},
-    )
-    path = dataclasses.replace(PARAMETERS_PATH, scope=snap.workflow_id)
-    outcome = engine.runtime.runner.apply(add, path)
-    if outcome.cell_id is None:
-        await engine.fail_run(f"could not add the parameters cell: {outcome.refused}")
+    source = parameters_source(snap.parameters)
+    if not await run_setup_cell(executor, source, INJECTED_TAG, PARAMETERS_PATH, "parameters"):
         return
-    await executor._execute(
-        ExecAction(codecell_id=outcome.cell_id),
-        path,
-        cell_id=outcome.cell_id,
-        irreversible=False,
-        reason=None,
-        complete=False,
-    )
     after = engine.snapshot
     if after.run.status == "failed":
         return
     variables = {**after.variables, **parameter_variables(after.parameters)}
     await engine.commit(after.model_copy(update={"variables": variables}))
+
+
+async def inputs_done(engine: EngineHost) -> bool:
+    """True once this workflow's inputs cell was started under a contract (any status)."""
+    workflow_id = engine.snapshot.workflow_id
+    key = INPUTS_PATH.key
+    contracts = await engine.store.call(lambda s: s.contracts(workflow_id))
+    return any(
+        c.action_type == "cell_execution" and c.metadata.get("path") == key for c in contracts
+    )
+
+
+def inputs_source(engine: EngineHost) -> str:
+    """The inputs cell's code: the problem and the input files, relative to the notebook.
+
+    Paths are relative to the kernel's working directory (the notebook's folder unless
+    ``--cwd`` says otherwise), so the notebook stays portable: it runs again wherever the
+    folder is copied. A file on another drive stays absolute.
+    """
+    snap = engine.snapshot
+    runtime = engine.runtime
+    folder = runtime.session.cwd or runtime.notebook_path.parent
+    files = [portable_path(path, folder) for path in snap.files]
+    return (
+        "# notebook-bcc inputs: the problem to solve and the submitted files\n"
+        f"user_problem = {snap.problem!r}\n"
+        f"user_submit_files = {files!r}\n"
+    )
+
+
+async def inputs_cell(executor: ActionExecutor) -> None:
+    """The inputs cell (``user_problem`` / ``user_submit_files``, seed 000), run first.
+
+    Written on every start, whatever the notebook holds: after the user's cells, or in
+    place of the blank cell JupyterLab puts in a new notebook. Tagged ``INPUTS_TAG`` so
+    tools (and a parameters cell) can find it. Executed under its own contract like any
+    action, so the notebook runs on its own later.
+    """
+    runtime = executor.engine.runtime
+    blank = runtime.document.blank_trailing_cell()
+    if blank is not None:
+        runtime.document.remove(blank)
+        runtime.writer.absorb(blank)
+    source = inputs_source(executor.engine)
+    if await run_setup_cell(executor, source, INPUTS_TAG, INPUTS_PATH, "inputs"):
+        await inject_parameters(executor)

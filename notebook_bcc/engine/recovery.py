@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.actions import INPUTS_PATH
+from notebook_bcc.engine.host import StepEnded
 from notebook_bcc.engine.retry import can_retry, restart_run, retry
 from notebook_bcc.engine.routing import add_pending, drop_pending, fire_event, with_run
 from notebook_bcc.errors import NotebookBccError
@@ -32,7 +33,7 @@ from notebook_bcc.store.sqlite import CellRow, EventDraft
 from notebook_bcc.workflow.effects import add_current
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
 
 REPLAY_TIMEOUT = 600.0
 """Seconds one replayed cell may take when no cell timeout is configured."""
@@ -46,7 +47,7 @@ def _source(cell: dict[str, Any]) -> str:
 class Recovery:
     """Brings a stored workflow back to a state the loop can continue from."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineHost) -> None:
         self.engine = engine
 
     async def prepare(self, *, kernel_alive: bool = False, restart: bool = False) -> None:
@@ -363,11 +364,12 @@ class Recovery:
             }
         )
         engine.snapshot = fresh
-        reply = await engine.ask("plan_stages", engine.planner.plan_stages)
-        if not reply:
-            return
-        applied = await engine.apply_reply(reply)
-        if applied is None:
-            return
+        try:
+            reply = await engine.ask("plan_stages", engine.planner.plan_stages)
+            if reply is None:
+                return
+            applied = await engine.apply_reply(reply)
+        except StepEnded:
+            return  # the planner's failure is committed
         applied = applied.model_copy(update={"snapshot": with_run(applied.snapshot, "running")})
         await engine.entered_stage(applied)

@@ -28,7 +28,7 @@ from notebook_bcc.planners.base import StageRoute
 from notebook_bcc.store.sqlite import EventDraft
 
 if TYPE_CHECKING:
-    from notebook_bcc.engine.engine import Engine
+    from notebook_bcc.engine.host import EngineHost
 
 
 def can_retry(snapshot: WorkflowSnapshot) -> bool:
@@ -51,14 +51,14 @@ def _first_stage(snapshot: WorkflowSnapshot) -> PlanItem | None:
     return stages.remaining[0] if stages.remaining else None
 
 
-async def _note(engine: Engine, what: str, actor: str, detail: dict[str, object]) -> None:
+async def _note(engine: EngineHost, what: str, actor: str, detail: dict[str, object]) -> None:
     await engine.commit(
         with_run(engine.snapshot, "running", None),
         events=[EventDraft("run", event=what, actor=actor, detail=detail)],
     )
 
 
-async def retry(engine: Engine, *, actor: str = "human") -> None:
+async def retry(engine: EngineHost, *, actor: str = "human") -> None:
     """Go on from the failure: the failed behavior, the failing stage, or the same question."""
     snap = engine.snapshot
     if not can_retry(snap):
@@ -91,7 +91,7 @@ def _ended_failed(snapshot: WorkflowSnapshot) -> bool:
     )
 
 
-async def restart_run(engine: Engine, *, actor: str = "human") -> None:
+async def restart_run(engine: EngineHost, *, actor: str = "human") -> None:
     """A new run from the first stage (new ``run_id``), the record of the failed one kept."""
     snap = engine.snapshot
     if not can_retry(snap):

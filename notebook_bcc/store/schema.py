@@ -131,6 +131,25 @@ MIGRATIONS: tuple[str, ...] = (
         hash        TEXT NOT NULL
     );
     """,
+    # 4: the snapshot in parts (store/parts.py): one row per top-level field, one per item of
+    # the collections that grow with a run; ``workflows.snapshot`` keeps a snapshot stored
+    # before (read as is until the workflow's next commit writes its parts).
+    """
+    CREATE TABLE snapshot_parts (
+        workflow_id TEXT NOT NULL,
+        part        TEXT NOT NULL,
+        body        TEXT NOT NULL,
+        PRIMARY KEY (workflow_id, part)
+    ) WITHOUT ROWID;
+    CREATE TABLE snapshot_items (
+        workflow_id TEXT NOT NULL,
+        path        TEXT NOT NULL,
+        seq         INTEGER NOT NULL,
+        item_key    TEXT,
+        body        TEXT NOT NULL,
+        PRIMARY KEY (workflow_id, path, seq)
+    ) WITHOUT ROWID;
+    """,
 )
 """Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
 

@@ -1,8 +1,9 @@
 """The SQLite store: the only durable log of a workflow (D10).
 
 One write transaction per :class:`Commit` (``BEGIN IMMEDIATE``): the snapshot by compare-and-set
-on its version, the FSM history, trace and event rows (hash-chained), contract and cell upserts.
-WAL with ``synchronous=NORMAL`` survives a killed process (not a power cut). Connections are
+on its version (in parts: only the parts and items that changed, see :mod:`.parts`), the FSM
+history, trace and event rows (hash-chained), contract and cell upserts. WAL with
+``synchronous=NORMAL`` survives a killed process (not a power cut). Connections are
 single-threaded: :class:`SqliteStore` is used from one thread, :class:`AsyncStore` gives asyncio
 code the same API on one dedicated executor thread.
 """
@@ -12,18 +13,18 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from notebook_bcc.models.base import utc_now_iso
-from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import anchor, crash
+from notebook_bcc.store import anchor, crash, parts
 from notebook_bcc.store.errors import (
     IdempotencyViolationError,
     NotebookBusyError,
@@ -31,6 +32,7 @@ from notebook_bcc.store.errors import (
     UnknownWorkflowError,
     VersionConflictError,
 )
+from notebook_bcc.store.reads import CellRow, StoreReads
 from notebook_bcc.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 GENESIS = anchor.GENESIS
@@ -44,15 +46,7 @@ INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
 
 T = TypeVar("T")
 
-
-@dataclass(frozen=True)
-class CellRow:
-    """One notebook cell as the store keeps it: nbformat JSON plus its position and contract."""
-
-    cell_id: str
-    position: int
-    cell: dict[str, Any]
-    contract_id: str | None = None
+__all__ = ["AsyncStore", "CellRow", "Commit", "CommitResult", "EventDraft", "SqliteStore"]
 
 
 @dataclass(frozen=True)
@@ -103,13 +97,18 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class SqliteStore:
+class SqliteStore(StoreReads):
     """Synchronous store over one SQLite file; use from a single thread."""
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._crash = crash.CrashPlan.from_env()
+        self._layouts: dict[str, parts.Layout] = {}
+        """What is stored of each workflow this connection wrote (see :mod:`.parts`)."""
+        self._pending = parts.Layout(0)
+        self.last_write = parts.WriteStats()
+        """Snapshot rows and bytes the last commit wrote (benchmarks read it)."""
         try:
             self._db = sqlite3.connect(
                 str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=True
@@ -224,28 +223,56 @@ class SqliteStore:
                     snapshot.version,
                     snapshot.fsm.state.value,
                     snapshot.run.status,
-                    _dump(snapshot),
+                    "",
                     now,
                     now,
                 ),
             )
+            empty = parts.Layout(snapshot.version)
+            self._pending, self.last_write = parts.write(
+                self._db, snapshot.workflow_id, snapshot, empty
+            )
             return snapshot
 
         try:
-            return self._write(insert, kinds=frozenset({"create"}))
+            created = self._write(insert, kinds=frozenset({"create"}))
+            self._layouts[snapshot.workflow_id] = self._pending
+            return created
         except sqlite3.IntegrityError as exc:
             if "workflows.workflow_id" in str(exc):
                 raise StoreUnavailableError(f"workflow {snapshot.workflow_id} exists") from exc
             raise NotebookBusyError(snapshot.notebook_path or "", None) from exc
 
     def load(self, workflow_id: str) -> WorkflowSnapshot:
-        """The current snapshot of ``workflow_id``."""
+        """The current snapshot of ``workflow_id``: its full view, assembled from its parts."""
+        if self._db.in_transaction:
+            return self._read(workflow_id)
+        self._db.execute("BEGIN")
+        try:
+            return self._read(workflow_id)
+        finally:
+            self._db.execute("COMMIT")
+
+    def _read(self, workflow_id: str) -> WorkflowSnapshot:
         row = self._db.execute(
-            "SELECT snapshot FROM workflows WHERE workflow_id = ?", (workflow_id,)
+            "SELECT snapshot, version FROM workflows WHERE workflow_id = ?", (workflow_id,)
         ).fetchone()
         if row is None:
             raise UnknownWorkflowError(workflow_id)
-        return WorkflowSnapshot.model_validate_json(row[0])
+        full = parts.read_full(self._db, workflow_id, int(row[1]))
+        if full is not None:
+            return full
+        return WorkflowSnapshot.model_validate_json(row[0])  # stored before schema 4
+
+    def _layout(self, workflow_id: str, version: int) -> parts.Layout:
+        """What is stored of ``workflow_id`` at ``version`` (inside the write transaction)."""
+        layout = self._layouts.get(workflow_id)
+        if layout is not None and layout.version == version:
+            return layout
+        full = parts.read_full(self._db, workflow_id, version)
+        if full is None:
+            return parts.Layout(version)
+        return parts.read_layout(self._db, workflow_id, full)
 
     def workflow_ids(
         self, *, notebook_path: str | None = None, active: bool | None = None
@@ -285,20 +312,23 @@ class SqliteStore:
 
         def move() -> list[str]:
             rows = self._db.execute(
-                "SELECT workflow_id, notebook_path, snapshot FROM workflows"
+                "SELECT workflow_id, notebook_path FROM workflows"
                 " WHERE notebook_path = ? OR substr(notebook_path, 1, ?) = ?",
                 (old, len(prefix), prefix),
             ).fetchall()
             moved: list[str] = []
-            for workflow_id, path, text in rows:
+            for workflow_id, path in rows:
                 to = target(path)
-                snapshot = WorkflowSnapshot.model_validate_json(text)
+                snapshot = self._read(workflow_id)
                 if to is not None:
                     snapshot = snapshot.model_copy(update={"notebook_path": to})
                 self._db.execute(
-                    "UPDATE workflows SET notebook_path = ?, snapshot = ? WHERE workflow_id = ?",
-                    (to, _dump(snapshot), workflow_id),
+                    "UPDATE workflows SET notebook_path = ? WHERE workflow_id = ?",
+                    (to, workflow_id),
                 )
+                layout = self._layout(workflow_id, snapshot.version)
+                parts.write(self._db, workflow_id, snapshot, layout)
+                self._layouts.pop(workflow_id, None)
                 moved.append(workflow_id)
             return moved
 
@@ -308,7 +338,14 @@ class SqliteStore:
 
     def commit(self, change: Commit) -> CommitResult:
         """Apply ``change`` atomically if the stored version is ``change.expected_version``."""
-        return self._write(lambda: self._apply(change), kinds=change.kinds)
+        workflow_id = change.snapshot.workflow_id
+        try:
+            result = self._write(lambda: self._apply(change), kinds=change.kinds)
+        except BaseException:
+            self._layouts.pop(workflow_id, None)
+            raise
+        self._layouts[workflow_id] = self._pending
+        return result
 
     def _apply(self, change: Commit) -> CommitResult:
         snap = change.snapshot
@@ -317,10 +354,9 @@ class SqliteStore:
         stored = snap.model_copy(update={"version": new_version})
         now = utc_now_iso()
         cursor = self._db.execute(
-            "UPDATE workflows SET snapshot = ?, version = ?, run_id = ?, fsm_state = ?,"
+            "UPDATE workflows SET snapshot = '', version = ?, run_id = ?, fsm_state = ?,"
             " run_status = ?, active = ?, updated_at = ? WHERE workflow_id = ? AND version = ?",
             (
-                _dump(stored),
                 new_version,
                 snap.run_id,
                 snap.fsm.state.value,
@@ -332,7 +368,11 @@ class SqliteStore:
             ),
         )
         if cursor.rowcount != 1:
-            raise VersionConflictError(wf, change.expected_version, self.load(wf))
+            raise VersionConflictError(wf, change.expected_version, self._read(wf))
+        layout = self._layout(wf, change.expected_version)
+        written, self.last_write = parts.write(self._db, wf, stored, layout)
+        written.version = new_version
+        self._pending = written
         for entry in change.history:
             self._append(
                 "history",
@@ -470,78 +510,9 @@ class SqliteStore:
             )
         )
 
-    # -- reads -------------------------------------------------------------------------------
-
-    def history(self, workflow_id: str) -> list[HistoryEntry]:
-        """The full FSM history of a workflow, in order."""
-        rows = self._db.execute(
-            "SELECT from_state, event, to_state, timestamp, actor FROM history"
-            " WHERE workflow_id = ? ORDER BY seq",
-            (workflow_id,),
-        )
-        return [
-            HistoryEntry.model_validate(
-                {"from": r[0], "event": r[1], "to": r[2], "timestamp": r[3], "actor": r[4]}
-            )
-            for r in rows
-        ]
-
-    def trace(self, workflow_id: str) -> list[TraceRecord]:
-        """The full execution trace of a workflow, in order."""
-        rows = self._db.execute(
-            "SELECT actor, action, timestamp, result, metadata FROM trace"
-            " WHERE workflow_id = ? ORDER BY seq",
-            (workflow_id,),
-        )
-        return [
-            TraceRecord(
-                actor=r[0], action=r[1], timestamp=r[2], result=r[3], metadata=json.loads(r[4])
-            )
-            for r in rows
-        ]
-
-    def events(self, workflow_id: str, *, after_seq: int = 0) -> list[WorkflowEvent]:
-        """Published events of a workflow with ``seq > after_seq``, in order."""
-        rows = self._db.execute(
-            "SELECT body FROM events WHERE workflow_id = ? AND seq > ? ORDER BY seq",
-            (workflow_id, after_seq),
-        )
-        return [WorkflowEvent.model_validate_json(r[0]) for r in rows]
-
-    def contracts(
-        self,
-        workflow_id: str,
-        *,
-        run_id: str | None = None,
-        statuses: Iterable[ExecutionStatus] | None = None,
-        idempotency_key: str | None = None,
-    ) -> list[ExecutionContract]:
-        """Contracts of a workflow, filtered by run, status and key; in creation order."""
-        query = "SELECT body FROM contracts WHERE workflow_id = ?"
-        params: list[Any] = [workflow_id]
-        if run_id is not None:
-            query += " AND run_id = ?"
-            params.append(run_id)
-        if statuses is not None:
-            wanted = [s.value for s in statuses]
-            query += f" AND status IN ({', '.join('?' for _ in wanted)})"
-            params.extend(wanted)
-        if idempotency_key is not None:
-            query += " AND idempotency_key = ?"
-            params.append(idempotency_key)
-        query += " ORDER BY rowid"
-        return [
-            ExecutionContract.model_validate_json(r[0]) for r in self._db.execute(query, params)
-        ]
-
-    def cells(self, workflow_id: str) -> list[CellRow]:
-        """The workflow's cells in notebook order."""
-        rows = self._db.execute(
-            "SELECT cell_id, position, cell, contract_id FROM cells WHERE workflow_id = ?"
-            " ORDER BY position, cell_id",
-            (workflow_id,),
-        )
-        return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3]) for r in rows]
+    def stored_bytes(self, workflow_id: str) -> tuple[int, int]:
+        """Bytes of the stored snapshot's parts and of its item rows (benchmarks)."""
+        return parts.stored_bytes(self._db, workflow_id)
 
     def chain_anchor(self) -> dict[str, Any]:
         """The chain heads as an exportable anchor (``trace --export-anchor``'s document)."""
@@ -585,6 +556,11 @@ class AsyncStore:
             executor.shutdown(wait=False)
             raise
         return cls(executor, store)
+
+    @property
+    def last_write(self) -> parts.WriteStats:
+        """Snapshot rows and bytes the last commit wrote (read after it returned)."""
+        return self._store.last_write
 
     async def call(self, fn: Callable[[SqliteStore], T]) -> T:
         """Run ``fn(store)`` on the store's thread."""

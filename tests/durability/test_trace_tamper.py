@@ -17,7 +17,7 @@ import pytest
 
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.store.anchor import CELL_COLUMNS, CONTRACT_COLUMNS
-from notebook_bcc.store.schema import CHAINED_TABLES
+from notebook_bcc.store.schema import CHAINED_TABLES, SCHEMA_VERSION
 from notebook_bcc.store.sqlite import Commit, SqliteStore
 from tests.durability.test_trace_cli import recorded, rows, state_db, trace
 
@@ -230,7 +230,7 @@ def test_an_old_database_is_migrated_and_anchored(state_db: Path, capsys: Capsys
     code, _, err = trace(state_db, capsys, "--verify")
     assert code == 0, err
     with contextlib.closing(SqliteStore(state_db)) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == SCHEMA_VERSION
     _sql(state_db, "DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events)")
     _refused(state_db, capsys, "events: the chain holds")
 

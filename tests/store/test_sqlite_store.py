@@ -28,6 +28,7 @@ from notebook_bcc.store import (
     VersionConflictError,
 )
 from notebook_bcc.store.crash import CrashPlan
+from notebook_bcc.store.schema import SCHEMA_VERSION
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def irreversible(
 def test_create_load_round_trip_and_pragmas(store: SqliteStore) -> None:
     snap = fresh(store)
     assert store.load("wf-1") == snap
-    assert store.schema_version == 3
+    assert store.schema_version == SCHEMA_VERSION
     mode = store._db.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     with pytest.raises(UnknownWorkflowError, match="no workflow 'nope'"):
@@ -362,7 +363,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
     )
     raw.close()
     store = SqliteStore(path)
-    assert store.schema_version == 3
+    assert store.schema_version == SCHEMA_VERSION
     assert store.load("wf-old") == snap
     assert store.owner("wf-old") is None
     command = store.enqueue_command("wf-old", {"event": "CANCEL", "expected_version": 0})

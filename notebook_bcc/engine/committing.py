@@ -1,0 +1,198 @@
+"""The engine's commits: one store transaction per change, its events published (D10).
+
+Every change of a workflow goes through :meth:`Committer.commit`: the snapshot by
+compare-and-set, FSM history, trace rows, contracts and cells together; the events it makes are
+published to the listeners once the store has them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from notebook_bcc.models.contract import ExecutionContract
+from notebook_bcc.models.event import WorkflowEvent
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.models.snapshot import (
+    PendingDecision,
+    WorkflowSnapshot,
+)
+from notebook_bcc.store.errors import VersionConflictError
+from notebook_bcc.store.sqlite import CellRow, Commit, EventDraft
+from notebook_bcc.workflow import (
+    Applied,
+)
+
+if TYPE_CHECKING:
+    from notebook_bcc.engine.host import EngineRooms
+
+    _Rooms = EngineRooms
+else:
+    _Rooms = object
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[WorkflowEvent], None]
+
+
+class Committer(_Rooms):
+    """Commits and event listeners (a room of :class:`~notebook_bcc.engine.engine.Engine`)."""
+
+    snapshot: WorkflowSnapshot
+    metrics_commit_ms: float
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` with every event the engine publishes, in order."""
+        self.listeners.append(listener)
+
+    def _publish(self, events: Sequence[WorkflowEvent]) -> None:
+        for event in events:
+            for listener in list(self.listeners):
+                listener(event)
+
+    async def commit(
+        self,
+        snapshot: WorkflowSnapshot,
+        *,
+        records: Sequence[HistoryEntry | TraceRecord] = (),
+        contracts: Sequence[ExecutionContract] = (),
+        cells: Sequence[CellRow] = (),
+        events: Sequence[EventDraft] = (),
+        kinds: frozenset[str] = frozenset(),
+        warnings: Sequence[str] = (),
+    ) -> WorkflowSnapshot:
+        """Make one change durable and publish its events (see the module docstring)."""
+        before = self.snapshot
+        history = [r for r in records if isinstance(r, HistoryEntry)]
+        trace = [r for r in records if isinstance(r, TraceRecord)]
+        now = monotonic()
+        for message in warnings:
+            trace.append(
+                TraceRecord(
+                    actor="engine",
+                    action="warning",
+                    timestamp=time.time(),
+                    metadata={"message": message},
+                )
+            )
+        drafts: list[EventDraft] = []
+        for entry in history:
+            drafts.append(
+                EventDraft(
+                    "transition",
+                    entry.from_state.value,
+                    entry.event.value,
+                    entry.to.value,
+                    actor=entry.actor,
+                )
+            )
+        for record in trace:
+            if record.action.startswith(("transition:", "create_contract:")):
+                drafts.append(
+                    EventDraft(
+                        "contract",
+                        event=record.metadata.get("trigger") or "create",
+                        actor=record.actor,
+                        detail={"action": record.action, **_short(record.metadata)},
+                    )
+                )
+        for cell in cells:
+            drafts.append(
+                EventDraft(
+                    "cell",
+                    actor="kernel",
+                    detail={
+                        "cell_id": cell.cell_id,
+                        "position": cell.position,
+                        "cell_type": cell.cell.get("cell_type"),
+                        "contract_id": cell.contract_id,
+                    },
+                )
+            )
+        drafts.extend(events)
+        if snapshot.run.status != before.run.status or snapshot.run.reason != before.run.reason:
+            drafts.append(
+                EventDraft(
+                    "run",
+                    before.run.status,
+                    None,
+                    snapshot.run.status,
+                    actor="engine",
+                    detail={"reason": snapshot.run.reason} if snapshot.run.reason else {},
+                )
+            )
+        kinds = (
+            kinds
+            | ({"transition"} if history else frozenset())
+            | ({"cell"} if cells else frozenset())
+        )
+        open_ids = {c.execution_id for c in contracts}
+        if contracts:
+            kept = [c for c in snapshot.open_contracts if c.execution_id not in open_ids]
+            still_open = [c for c in contracts if not c.status.terminal]
+            snapshot = snapshot.model_copy(update={"open_contracts": [*kept, *still_open]})
+        try:
+            result = await self.store.commit(
+                Commit(
+                    snapshot=snapshot,
+                    expected_version=before.version,
+                    history=history,
+                    trace=trace,
+                    contracts=contracts,
+                    cells=cells,
+                    events=drafts,
+                    kinds=kinds,
+                )
+            )
+        except VersionConflictError:
+            self.snapshot = await self.store.load(before.workflow_id)
+            raise
+        self.snapshot = result.snapshot
+        self.metrics_commit_ms = (monotonic() - now) * 1000
+        self._publish(result.events)
+        return self.snapshot
+
+    async def commit_applied(
+        self,
+        applied: Applied,
+        *,
+        contracts: Sequence[ExecutionContract] = (),
+        cells: Sequence[CellRow] = (),
+        events: Sequence[EventDraft] = (),
+        kinds: frozenset[str] = frozenset(),
+        snapshot: WorkflowSnapshot | None = None,
+    ) -> WorkflowSnapshot:
+        """Commit an :class:`Applied` (its records, warnings and parked decisions)."""
+        drafts = list(events)
+        for pending in applied.pending:
+            drafts.append(_decision_event(pending, "created"))
+        return await self.commit(
+            snapshot or applied.snapshot,
+            records=applied.records,
+            contracts=contracts,
+            cells=cells,
+            events=drafts,
+            kinds=kinds | ({"decision"} if applied.pending else frozenset()),
+            warnings=applied.warnings,
+        )
+
+
+def _short(metadata: dict[str, Any]) -> dict[str, Any]:
+    keep = ("contract_id", "trigger", "irreversible", "action_type", "error_message")
+    return {k: metadata[k] for k in keep if k in metadata}
+
+
+def _decision_event(
+    pending: PendingDecision,
+    what: str,
+    *,
+    actor: str = "engine",
+    diff: Any = None,
+) -> EventDraft:
+    detail: dict[str, Any] = {"id": pending.id, "kind": pending.kind, "message": pending.message}
+    if diff is not None:
+        detail["diff"] = diff.model_dump(mode="json")
+    return EventDraft("decision", event=what, actor=actor, detail=detail)

@@ -1,0 +1,100 @@
+"""The store's reads of the chained and upserted tables (a mixin of :class:`SqliteStore`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.models.event import WorkflowEvent
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+
+
+@dataclass(frozen=True)
+class CellRow:
+    """One notebook cell as the store keeps it: nbformat JSON plus its position and contract."""
+
+    cell_id: str
+    position: int
+    cell: dict[str, Any]
+    contract_id: str | None = None
+
+
+class StoreReads:
+    """History, trace, events, contracts and cells of a workflow, read from ``_db``."""
+
+    _db: sqlite3.Connection
+
+    def history(self, workflow_id: str) -> list[HistoryEntry]:
+        """The full FSM history of a workflow, in order."""
+        rows = self._db.execute(
+            "SELECT from_state, event, to_state, timestamp, actor FROM history"
+            " WHERE workflow_id = ? ORDER BY seq",
+            (workflow_id,),
+        )
+        return [
+            HistoryEntry.model_validate(
+                {"from": r[0], "event": r[1], "to": r[2], "timestamp": r[3], "actor": r[4]}
+            )
+            for r in rows
+        ]
+
+    def trace(self, workflow_id: str) -> list[TraceRecord]:
+        """The full execution trace of a workflow, in order."""
+        rows = self._db.execute(
+            "SELECT actor, action, timestamp, result, metadata FROM trace"
+            " WHERE workflow_id = ? ORDER BY seq",
+            (workflow_id,),
+        )
+        return [
+            TraceRecord(
+                actor=r[0], action=r[1], timestamp=r[2], result=r[3], metadata=json.loads(r[4])
+            )
+            for r in rows
+        ]
+
+    def events(self, workflow_id: str, *, after_seq: int = 0) -> list[WorkflowEvent]:
+        """Published events of a workflow with ``seq > after_seq``, in order."""
+        rows = self._db.execute(
+            "SELECT body FROM events WHERE workflow_id = ? AND seq > ? ORDER BY seq",
+            (workflow_id, after_seq),
+        )
+        return [WorkflowEvent.model_validate_json(r[0]) for r in rows]
+
+    def contracts(
+        self,
+        workflow_id: str,
+        *,
+        run_id: str | None = None,
+        statuses: Iterable[ExecutionStatus] | None = None,
+        idempotency_key: str | None = None,
+    ) -> list[ExecutionContract]:
+        """Contracts of a workflow, filtered by run, status and key; in creation order."""
+        query = "SELECT body FROM contracts WHERE workflow_id = ?"
+        params: list[Any] = [workflow_id]
+        if run_id is not None:
+            query += " AND run_id = ?"
+            params.append(run_id)
+        if statuses is not None:
+            wanted = [s.value for s in statuses]
+            query += f" AND status IN ({', '.join('?' for _ in wanted)})"
+            params.extend(wanted)
+        if idempotency_key is not None:
+            query += " AND idempotency_key = ?"
+            params.append(idempotency_key)
+        query += " ORDER BY rowid"
+        return [
+            ExecutionContract.model_validate_json(r[0]) for r in self._db.execute(query, params)
+        ]
+
+    def cells(self, workflow_id: str) -> list[CellRow]:
+        """The workflow's cells in notebook order."""
+        rows = self._db.execute(
+            "SELECT cell_id, position, cell, contract_id FROM cells WHERE workflow_id = ?"
+            " ORDER BY position, cell_id",
+            (workflow_id,),
+        )
+        return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3]) for r in rows]
