@@ -28,6 +28,7 @@ from typing import Any, Literal
 from notebook_bcc.engine.actions import ActionExecutor
 from notebook_bcc.engine.budget import answer_budget, stop_for_budget
 from notebook_bcc.engine.decisions import DecisionGoneError
+from notebook_bcc.engine.exchanges import log_exchanges
 from notebook_bcc.engine.failure import failure_cause
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.engine.recovery import Recovery
@@ -178,7 +179,7 @@ class Engine:
         options: EngineOptions,
     ) -> None:
         self.store = store
-        self.planner = planner
+        self.planner = log_exchanges(planner, store)
         self.snapshot = snapshot
         self.runtime = runtime
         self.options = options

@@ -23,7 +23,7 @@ from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import anchor, crash
+from notebook_bcc.store import anchor, crash, exchanges
 from notebook_bcc.store.errors import (
     IdempotencyViolationError,
     NotebookBusyError,
@@ -117,6 +117,7 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            exchanges.ensure_table(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreUnavailableError(f"cannot open state database {self.path}: {exc}") from exc
 
@@ -149,6 +150,11 @@ class SqliteStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open connection, for the store's side tables (:mod:`.exchanges`)."""
+        return self._db
 
     @property
     def schema_version(self) -> int:
