@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import { ApiError, BccApi } from './api';
 import { WorkflowsList } from './workflowsList';
+import { ExchangeViews } from './exchanges';
 import { stateDetail, statusSentence } from './statusWords';
 import { h, keyValueTable, replaceChildren, section } from './dom';
 import type { ConnectionMode } from './live';
@@ -98,6 +99,7 @@ export class WorkflowPanel extends Widget {
   private _eventsReceived = new Signal<this, WorkflowEvent[]>(this);
   private reloadAction: (() => void) | null = null;
   private readonly workflowsList: WorkflowsList;
+  private readonly exchanges: ExchangeViews;
 
   constructor(private readonly services: PanelServices) {
     super();
@@ -111,6 +113,7 @@ export class WorkflowPanel extends Widget {
     this.formNode = h('div', { class: 'jp-NotebookBcc-formArea' });
     this.bodyNode = h('div', { class: 'jp-NotebookBcc-body' });
     this.diagramNode = h('div', { class: 'jp-NotebookBcc-diagramBody' });
+    this.exchanges = new ExchangeViews(services.api);
     this.workflowsList = new WorkflowsList({
       api: services.api,
       open: path => services.openNotebook?.(path),
@@ -924,7 +927,9 @@ export class WorkflowPanel extends Widget {
       about.push(['Focus', item.focus]);
     }
     about.push(...item.pcs);
-    const hasBody = about.length > 0 || item.children.length > 0;
+    const exchange =
+      level === 'behavior' && this._snapshot ? this.exchanges.section(this._snapshot, item.id, key) : null;
+    const hasBody = about.length > 0 || item.children.length > 0 || exchange !== null;
     const childLevel = level === 'stage' ? 'step' : 'behavior';
     const children = item.children.length
       ? h(
@@ -955,7 +960,8 @@ export class WorkflowPanel extends Widget {
       { open },
       h('summary', {}, label),
       about.length ? keyValueTable(about) : null,
-      children
+      children,
+      exchange
     );
     details.addEventListener('toggle', () => {
       if (details.open === byDefault) {
@@ -987,6 +993,7 @@ export class WorkflowPanel extends Widget {
         about.push([`Input ${name}`, description]);
       }
       body.push(keyValueTable(about));
+      body.push(this.exchanges.section(snapshot, view.id, 'behavior-section'));
       if (view.artifacts.length) {
         body.push(
           h('div', { class: 'jp-NotebookBcc-subheading' }, 'Expected artifacts'),
