@@ -23,7 +23,7 @@ from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import anchor, crash, exchanges
+from notebook_bcc.store import anchor, crash, exchanges, file_ids
 from notebook_bcc.store.errors import (
     IdempotencyViolationError,
     NotebookBusyError,
@@ -118,6 +118,7 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
             exchanges.ensure_table(self._db)
+            file_ids.ensure_table(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreUnavailableError(f"cannot open state database {self.path}: {exc}") from exc
 
