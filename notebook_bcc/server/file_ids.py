@@ -12,7 +12,9 @@ next time the workflow writes or is looked up), and for every live workflow asks
 file id is now:
 
 - the same path: nothing to do;
-- another path: the notebook moved, the workflow follows it (:meth:`NotebookFollower.renamed`:
+- another path holding this workflow's notebook (its ``metadata.notebook_bcc.workflow_id``;
+  an inode freed by a save can be reused by an unrelated file): the notebook moved, the
+  workflow follows it (:meth:`NotebookFollower.renamed`:
   the writer, the store, the snapshot); the old path is free, so a notebook created there
   later inherits nothing;
 - nowhere: either the notebook was deleted, or it was re-saved by rename (a save by rename
@@ -123,7 +125,8 @@ class FileIdFollower:
         now = self.ids.get_path(known)
         if now == path:
             return
-        if now is not None:
+        # a freed inode can be reused by another file: follow only to this workflow's notebook
+        if now is not None and await self._holds_workflow(now, live.workflow_id):
             log.info("notebook-bcc: %s was moved outside Jupyter to %s", path, now)
             await self.follower.renamed(path, now)
             return
