@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from notebook_bcc.testing.scripted_llm import ScriptedLlmServer, tokens
+from notebook_bcc.testing.scripted_llm import Reply, ScriptedLlmServer, tokens
 from tests.conftest import FIXTURES
 from tests.planners.dslc_server import DslcResponder, ScriptedServer
 from tests.server.conftest import Api
@@ -70,6 +70,28 @@ async def test_an_llm_run_lists_each_reply_with_its_tokens_and_latency(
     newest = await api.ok("GET", "workflows", workflow_id, "exchanges", params={"limit": "2"})
     assert [r["seq"] for r in newest["exchanges"]] == [len(files) - 1, len(files)]
     assert newest["truncated"] is True
+
+
+async def test_a_failed_llm_call_keeps_its_refused_replies_and_error(api: Api, root: Path) -> None:
+    garbage = ["no xml here at all", "<stages><stage id='x'"]
+    replies = [Reply(text, agent="stage-planner") for text in garbage]
+    with ScriptedLlmServer(replies) as server:
+        planner = {
+            "kind": "llm",
+            "model": "scripted",
+            "base_url": server.base_url,
+            "max_parse_retries": 1,
+        }
+        finished = await _run(api, root, planner)
+    assert finished["run"]["status"] == "failed", finished["run"]
+    listing = await api.ok("GET", "workflows", finished["workflow_id"], "exchanges")
+    (row,) = listing["exchanges"]
+    assert row["point"] == "plan_stages"
+    assert row["error"].startswith("stage-planner: no usable <stages> reply after 2 replies")
+    assert row["reply"] == garbage[-1], "the last refused reply is kept"
+    assert row["calls"] == 2
+    assert row["completion_tokens"] == sum(tokens(t) for t in garbage)
+    assert len(row["notes"]) >= 2, row["notes"]
 
 
 async def test_an_http_run_keeps_the_servers_raw_answers(api: Api, root: Path) -> None:
