@@ -76,6 +76,8 @@ class FileIdFollower:
         self.follower = follower
         self.ids = ids
         self._lock = asyncio.Lock()
+        self._known: dict[str, str | None] = {}
+        """File ids by workflow, as stored (read once per workflow: a check stays cheap)."""
 
     # -- hooks ----------------------------------------------------------------------------
 
@@ -106,14 +108,19 @@ class FileIdFollower:
     # -- the decision -----------------------------------------------------------------------
 
     async def _stored(self, workflow_id: str) -> str | None:
-        store = await self.follower.service.start()
-        return await store.call(lambda s: file_id(s, workflow_id))
+        if workflow_id not in self._known:
+            store = await self.follower.service.start()
+            stored = await store.call(lambda s: file_id(s, workflow_id))
+            # a write may have recorded a newer id while the store was read
+            self._known.setdefault(workflow_id, stored)
+        return self._known[workflow_id]
 
     async def _record(self, workflow_id: str, value: str | None) -> None:
-        if value is None:
+        if value is None or self._known.get(workflow_id) == value:
             return
         store = await self.follower.service.start()
         await store.call(lambda s: set_file_id(s, workflow_id, value))
+        self._known[workflow_id] = value
 
     async def _check_one(self, live: LiveWorkflow) -> None:
         path = live.notebook_path
@@ -139,6 +146,7 @@ class FileIdFollower:
         log.info("notebook-bcc: %s is gone (its file id is nowhere under the root)", path)
         store = await self.follower.service.start()
         await store.call(lambda s: set_file_id(s, live.workflow_id, None))
+        self._known[live.workflow_id] = None
         await self.follower.deleted(path)
 
     async def _holds_workflow(self, path: str, workflow_id: str) -> bool | None:
