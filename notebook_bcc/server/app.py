@@ -222,3 +222,5 @@ class NotebookBccApp(ExtensionApp):
         """Interrupt running workflows (the running cell finishes), close the store."""
         if self.service is not None:
             await self.service.close()
+            if self.service.file_ids is not None:
+                self.service.file_ids.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,19 @@ class FileIdFollower:
         self._lock = asyncio.Lock()
         self._known: dict[str, str | None] = {}
         """File ids by workflow, as stored (read once per workflow: a check stays cheap)."""
+
+    def close(self) -> None:
+        """Close the file-id database on this (the event loop's) thread; the manager's own
+        ``__del__`` would close it on whichever thread collects it, which SQLite refuses."""
+        con = getattr(self.ids, "con", None)
+        if con is None:
+            return
+        try:
+            con.commit()
+            con.close()
+        finally:
+            with suppress(AttributeError):
+                del self.ids.con
 
     # -- hooks ----------------------------------------------------------------------------
 
