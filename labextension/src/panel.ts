@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import { BccApi } from './api';
 import { WorkflowsList } from './workflowsList';
+import { ExchangeViews } from './exchanges';
 import { h, replaceChildren } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
@@ -82,6 +83,7 @@ export class WorkflowPanel extends Widget {
   private readonly diagram: DiagramSection;
   private readonly commands: PanelCommands;
   private readonly workflowsList: WorkflowsList;
+  private readonly exchanges: ExchangeViews;
 
   constructor(private readonly services: PanelServices) {
     super();
@@ -94,6 +96,7 @@ export class WorkflowPanel extends Widget {
     this.bodyNode = h('div', { class: 'jp-NotebookBcc-body' });
     this.diagram = new DiagramSection(services, () => this.render());
     this.commands = new PanelCommands(this.commandHost());
+    this.exchanges = new ExchangeViews(services.api);
     this.workflowsList = new WorkflowsList({
       api: services.api,
       open: path => services.openNotebook?.(path),
@@ -406,7 +409,9 @@ export class WorkflowPanel extends Widget {
       transitions: this.transitions,
       stepTitles: this.stepTitles,
       control: id => this.control(id),
-      decide: (decision, id) => this.decide(decision, id)
+      decide: (decision, id) => this.decide(decision, id),
+      exchange: (behaviorId, key) =>
+        this._snapshot ? this.exchanges.section(this._snapshot, behaviorId, key) : null
     };
   }
 

@@ -28,6 +28,7 @@ export function renderBehavior(ctx: SectionContext, snapshot: WorkflowSnapshot):
       about.push([`Input ${name}`, description]);
     }
     body.push(keyValueTable(about));
+    body.push(ctx.exchange(view.id, 'behavior-section'));
     if (view.artifacts.length) {
       body.push(
         h('div', { class: 'jp-NotebookBcc-subheading' }, 'Expected artifacts'),

@@ -19,4 +19,6 @@ export interface SectionContext {
   control(id: ControlId): Promise<boolean>;
   /** Approve or reject the pending decision ``id``. */
   decide(decision: 'approve' | 'reject', id?: string): Promise<boolean>;
+  /** The "Planner exchange" section of behavior ``behaviorId`` (null: nothing to show). */
+  exchange(behaviorId: string, key: string): HTMLElement | null;
 }

@@ -101,7 +101,8 @@ export function renderNode(ctx: SectionContext, item: TreeNode, level: 'stage' |
     about.push(['Focus', item.focus]);
   }
   about.push(...item.pcs);
-  const hasBody = about.length > 0 || item.children.length > 0;
+  const exchange = level === 'behavior' ? ctx.exchange(item.id, key) : null;
+  const hasBody = about.length > 0 || item.children.length > 0 || exchange !== null;
   const childLevel = level === 'stage' ? 'step' : 'behavior';
   const children = item.children.length
     ? h(
@@ -132,7 +133,8 @@ export function renderNode(ctx: SectionContext, item: TreeNode, level: 'stage' |
     { open },
     h('summary', {}, label),
     about.length ? keyValueTable(about) : null,
-    children
+    children,
+    exchange
   );
   details.addEventListener('toggle', () => {
     if (details.open === byDefault) {

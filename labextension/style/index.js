@@ -1,2 +1,3 @@
 import './base.css';
 import './nav.css';
+import './exchanges.css';

@@ -63,6 +63,15 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="write the chain heads (rows, last seq, last hash of each chain) to FILE as JSON",
     )
+    trace.add_argument(
+        "--exchanges",
+        action="store_true",
+        help="what the AI planner (llm, http, replay) was asked and answered, per call: "
+        "request summary, raw reply, tokens, latency",
+    )
+    trace.add_argument(
+        "--behavior", metavar="ID", help="with --exchanges: only this behavior's exchanges"
+    )
     trace.add_argument("--json", action="store_true", help="print the rows as JSON lines")
     trace.set_defaults(handler=_trace)
 
@@ -221,6 +230,10 @@ def _trace(args: argparse.Namespace) -> int:
         if args.verify or args.export_anchor is not None or args.anchor is not None:
             return verify_store(store, args)
         workflow_id = pick_workflow(store, args.workflow)
+        if args.exchanges or args.behavior is not None:
+            from notebook_bcc.cli.exchanges_view import print_exchanges
+
+            return print_exchanges(store, workflow_id, behavior=args.behavior, as_json=args.json)
         history = store.history(workflow_id)
         trace = store.trace(workflow_id)
     finally:

@@ -26,6 +26,7 @@ from notebook_bcc.engine.actions import ActionExecutor
 from notebook_bcc.engine.budget import stop_for_budget
 from notebook_bcc.engine.commands import Commands
 from notebook_bcc.engine.committing import Committer, Listener
+from notebook_bcc.engine.exchanges import log_exchanges
 from notebook_bcc.engine.host import StepEnded
 from notebook_bcc.engine.moves import Moves
 from notebook_bcc.engine.options import EngineOptions
@@ -119,7 +120,7 @@ class Engine(Moves, Commands, Committer):
         options: EngineOptions,
     ) -> None:
         self.store = store
-        self.planner = planner
+        self.planner = log_exchanges(planner, store)
         self.snapshot: WorkflowSnapshot = snapshot
         self.runtime = runtime
         self.options = options

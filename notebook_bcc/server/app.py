@@ -34,6 +34,9 @@ from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.server.coedit import Coediting, ydoc_extension
 from notebook_bcc.server.coedit_handlers import COEDIT_SETTING, coedit_routes
 from notebook_bcc.server.contents import Contents
+from notebook_bcc.server.exchange_handlers import exchange_routes
+from notebook_bcc.server.file_ids import DB_NAME as FILE_IDS_DB
+from notebook_bcc.server.file_ids import FILE_IDS_SETTING, FileIdFollower, local_file_ids
 from notebook_bcc.server.follow import NotebookFollower
 from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
@@ -193,11 +196,16 @@ class NotebookBccApp(ExtensionApp):
         self.settings[SERVICE_SETTING] = self.service
         self.service.coedit = Coediting(ydoc=ydoc_extension(server))
         self.settings[COEDIT_SETTING] = self.service.coedit
-        NotebookFollower(self.service).install(server.event_logger)
+        follower = NotebookFollower(self.service)
+        follower.install(server.event_logger)
+        ids = local_file_ids(server.root_dir, Path(self.store_path).parent / FILE_IDS_DB)
+        if ids is not None:
+            self.service.file_ids = FileIdFollower(follower, ids)
+            self.settings[FILE_IDS_SETTING] = self.service.file_ids
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""
-        self.handlers.extend([*coedit_routes(), *route_table()])
+        self.handlers.extend([*coedit_routes(), *exchange_routes(), *route_table()])
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Once the event loop runs: open the store and apply the restart policy."""
@@ -214,3 +222,5 @@ class NotebookBccApp(ExtensionApp):
         """Interrupt running workflows (the running cell finishes), close the store."""
         if self.service is not None:
             await self.service.close()
+            if self.service.file_ids is not None:
+                self.service.file_ids.close()

@@ -55,6 +55,10 @@ AUTH_RESOURCE = "notebook_bcc"
 """Resource name passed to the server's Authorizer for every request to this extension."""
 
 SERVICE_SETTING = "notebook_bcc_service"
+
+FILE_IDS_SETTING = "notebook_bcc_file_ids"
+"""The tornado setting under which the app publishes its file-id follower, if any
+(:mod:`notebook_bcc.server.file_ids`, which names the same key)."""
 """The tornado setting under which the extension publishes its :class:`WorkflowService`."""
 
 _WORKFLOW = r"(?P<workflow_id>[A-Za-z0-9_.-]+)"
@@ -150,6 +154,11 @@ class BccAPIHandler(BoundedBody, JsonErrorsMixin, ExtensionHandlerMixin, APIHand
         """
         await super().prepare()
         self.bound_body(authenticated=self.current_user is not None)
+        if self.current_user is not None:
+            # a notebook renamed outside Jupyter is followed before it is looked up
+            file_ids = self.settings.get(FILE_IDS_SETTING)
+            if file_ids is not None:
+                await file_ids.check()
 
     @property
     def service(self) -> WorkflowService:

@@ -164,6 +164,34 @@ def _operations() -> dict[str, Any]:
                 },
             },
         },
+        "/workflows/{workflow_id}/exchanges": {
+            "parameters": [
+                _WORKFLOW_ID,
+                {
+                    "name": "behavior",
+                    "in": "query",
+                    "required": False,
+                    "description": "Only the exchanges of this behavior id.",
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "required": False,
+                    "description": "At most this many (the newest).",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 500},
+                },
+            ],
+            "get": {
+                "operationId": "getExchanges",
+                "summary": "What an AI planner (llm, http, replay) was asked and answered, "
+                "per call: request summary, raw reply, tokens, latency (blueprint: none).",
+                "responses": {
+                    "200": _json("ExchangeList", "The exchanges, oldest first."),
+                    **_errors(400, 403, 404),
+                },
+            },
+        },
         "/workflows/{workflow_id}/diagram": {
             "parameters": [
                 _WORKFLOW_ID,
@@ -250,6 +278,7 @@ def component_schemas() -> dict[str, Any]:
 
     from notebook_bcc.models.command import Command
     from notebook_bcc.models.event import WorkflowEvent
+    from notebook_bcc.models.exchanges import ExchangeList
     from notebook_bcc.models.snapshot import WorkflowSnapshot
     from notebook_bcc.server.coedit_models import COEDIT_MODELS
     from notebook_bcc.server.models import (
@@ -271,6 +300,7 @@ def component_schemas() -> dict[str, Any]:
         WorkflowList,
         PlannerList,
         TraceDocument,
+        ExchangeList,
         DiagramDocument,
         FsmDocument,
         StreamSnapshot,

@@ -64,6 +64,9 @@ class ServiceCore:
         self._recovering: dict[str, asyncio.Task[None]] = {}
         self._notebook_locks: dict[str, asyncio.Lock] = {}
         self._closing = False
+        self.file_ids: Any = None
+        """Set by the app: the :class:`~notebook_bcc.server.file_ids.FileIdFollower` that
+        hooks each workflow writer (None: notebooks are followed by contents events only)."""
         self.snapshot_texts = SnapshotTexts()
         """The JSON text of each live workflow's latest snapshot (:mod:`.encoding`)."""
         self.save_pacer = SavePacer()
@@ -150,6 +153,8 @@ class ServiceCore:
         )
         if self.coedit is not None:
             self.coedit.register(workflow_id, writer)
+        if self.file_ids is not None:
+            self.file_ids.attach(writer)
         return KernelRuntime(
             notebook_path=Path(self.contents.os_path(notebook) or notebook),
             workflow_id=workflow_id,

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from time import monotonic
@@ -92,6 +93,10 @@ class ContentsNotebookWriter(NotebookWriter):
         self.closed = False
         self.gone = False
         """The notebook was deleted: nothing is written any more (the run pauses)."""
+        self.before_write: Callable[[], Awaitable[None]] | None = None
+        """Called before each write (following the notebook by file id, :mod:`.file_ids`)."""
+        self.after_write: Callable[[ContentsNotebookWriter], Awaitable[None]] | None = None
+        """Called after each file write that wrote (recording the file's id)."""
         self._current: dict[str, Any] | None = None
         self._current_error: str | None = None
         self._applied: dict[str, str] = {}
@@ -122,6 +127,8 @@ class ContentsNotebookWriter(NotebookWriter):
 
     async def flush_async(self) -> WriteReport:
         """Write the workflow's cells where the notebook lives now (see :mod:`.coedit`)."""
+        if self.before_write is not None:
+            await self.before_write()
         if self.gone:
             return WriteReport(self.path, written=False)
         coedit = self.coedit
@@ -167,6 +174,8 @@ class ContentsNotebookWriter(NotebookWriter):
                 "notebook-bcc: %s is not open in a browser: the workflow saves it", self.api_path
             )
         report = await super().flush_async()
+        if report.written and self.after_write is not None:
+            await self.after_write(self)
         self._applied.clear()  # an open document no longer holds what was applied to it
         if report.written and self._stamp is not None:
             written_at = self._stamp.mtime_ns / 1e9

@@ -24,7 +24,7 @@ from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import anchor, crash, parts
+from notebook_bcc.store import anchor, crash, exchanges, file_ids, parts
 from notebook_bcc.store.errors import (
     IdempotencyViolationError,
     NotebookBusyError,
@@ -116,6 +116,8 @@ class SqliteStore(StoreReads):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            exchanges.ensure_table(self._db)
+            file_ids.ensure_table(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreUnavailableError(f"cannot open state database {self.path}: {exc}") from exc
 
@@ -148,6 +150,11 @@ class SqliteStore(StoreReads):
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open connection, for the store's side tables (:mod:`.exchanges`)."""
+        return self._db
 
     @property
     def schema_version(self) -> int:

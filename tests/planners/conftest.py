@@ -154,7 +154,9 @@ class FolderRun:
             )
             try:
                 if planner_type is not None:
-                    assert isinstance(engine.planner, planner_type), "rebuilt from the snapshot"
+                    # The engine logs an AI planner's exchanges through a transparent wrapper.
+                    rebuilt = getattr(engine.planner, "inner", engine.planner)
+                    assert isinstance(rebuilt, planner_type), "rebuilt from the snapshot"
                 await engine.recovery.prepare()
                 return await engine.run()
             finally:

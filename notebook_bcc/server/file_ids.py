@@ -1,0 +1,180 @@
+"""Follow a workflow's notebook by its stable file id, so a rename done outside Jupyter
+(``mv a.ipynb b.ipynb`` in a terminal) is followed too.
+
+:mod:`.follow` sees what the contents manager announces. A terminal ``mv`` announces nothing,
+so each workflow is also keyed to its notebook's file id from jupyter-server-fileid's
+:class:`~jupyter_server_fileid.manager.LocalFileIdManager` (a file keeps its id across moves
+because the manager tracks it by inode; it is the manager the fileid extension offers for
+local files, used here as a library with its own database beside the store, whichever
+manager the server's own fileid extension runs). :meth:`FileIdFollower.check` runs before
+each write of a workflow's notebook and before each request of the panel or REST client (the
+next time the workflow writes or is looked up), and for every live workflow asks where its
+file id is now:
+
+- the same path: nothing to do;
+- another path holding this workflow's notebook (its ``metadata.notebook_bcc.workflow_id``;
+  an inode freed by a save can be reused by an unrelated file): the notebook moved, the
+  workflow follows it (:meth:`NotebookFollower.renamed`:
+  the writer, the store, the snapshot); the old path is free, so a notebook created there
+  later inherits nothing;
+- nowhere: either the notebook was deleted, or it was re-saved by rename (a save by rename
+  -- notebook-bcc's own ``replace_on_save``, an editor -- gives the file a new inode, and a
+  new id). The file at the workflow's path decides: when it carries this workflow's id in
+  ``metadata.notebook_bcc.workflow_id`` it is the notebook, and the workflow takes its new
+  file id; otherwise (no file, or another notebook created under the old name) the notebook
+  is gone and the run pauses (:meth:`NotebookFollower.deleted`).
+
+After each of its own writes the workflow records the file id of what it wrote, so a terminal
+``mv`` right after a workflow save is found by inode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from notebook_bcc.server.handlers import FILE_IDS_SETTING
+from notebook_bcc.store.file_ids import file_id, set_file_id
+
+if TYPE_CHECKING:
+    from notebook_bcc.server.follow import NotebookFollower
+    from notebook_bcc.server.service import LiveWorkflow
+    from notebook_bcc.server.writer import ContentsNotebookWriter
+
+log = logging.getLogger(__name__)
+
+
+DB_NAME = "notebook_bcc_file_ids.db"
+"""The file-id database's name, beside the store."""
+
+
+def local_file_ids(root_dir: str, db_path: Path) -> Any | None:
+    """A jupyter-server-fileid ``LocalFileIdManager`` on ``root_dir`` (None when the package
+    is missing or the database cannot be opened: renames outside Jupyter are then not seen)."""
+    try:
+        from jupyter_server_fileid.manager import LocalFileIdManager
+    except ImportError:
+        log.warning(
+            "notebook-bcc: jupyter-server-fileid is not installed: a notebook renamed outside "
+            "Jupyter is not followed"
+        )
+        return None
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        return LocalFileIdManager(root_dir=str(Path(root_dir).resolve()), db_path=str(db_path))
+    except Exception as exc:
+        log.warning("notebook-bcc: no file ids (%s): renames outside Jupyter are not followed", exc)
+        return None
+
+
+class FileIdFollower:
+    """Keys each live workflow to its notebook's file id (see the module docstring)."""
+
+    def __init__(self, follower: NotebookFollower, ids: Any) -> None:
+        self.follower = follower
+        self.ids = ids
+        self._lock = asyncio.Lock()
+        self._known: dict[str, str | None] = {}
+        """File ids by workflow, as stored (read once per workflow: a check stays cheap)."""
+
+    def close(self) -> None:
+        """Close the file-id database on this (the event loop's) thread; the manager's own
+        ``__del__`` would close it on whichever thread collects it, which SQLite refuses."""
+        con = getattr(self.ids, "con", None)
+        if con is None:
+            return
+        try:
+            con.commit()
+            con.close()
+        finally:
+            with suppress(AttributeError):
+                del self.ids.con
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def attach(self, writer: ContentsNotebookWriter) -> None:
+        """Check before each write of ``writer`` and record the file id after it."""
+        writer.before_write = self.check
+        writer.after_write = self.written
+
+    async def check(self) -> None:
+        """Bring every live workflow to where its notebook's file id is now."""
+        if not self.follower.service.live_workflows():
+            return
+        async with self._lock:
+            for live in list(self.follower.service.live_workflows()):
+                try:
+                    await self._check_one(live)
+                except Exception as exc:  # following is best effort: never fail the caller
+                    log.warning(
+                        "notebook-bcc: following %s by file id failed: %s", live.notebook_path, exc
+                    )
+
+    async def written(self, writer: ContentsNotebookWriter) -> None:
+        """The workflow just wrote ``writer.api_path``: record that file's id."""
+        for live in self.follower.service.live_workflows():
+            if getattr(live.engine.runtime, "writer", None) is writer:
+                await self._record(live.workflow_id, self.ids.index(writer.api_path))
+
+    # -- the decision -----------------------------------------------------------------------
+
+    async def _stored(self, workflow_id: str) -> str | None:
+        if workflow_id not in self._known:
+            store = await self.follower.service.start()
+            stored = await store.call(lambda s: file_id(s, workflow_id))
+            # a write may have recorded a newer id while the store was read
+            self._known.setdefault(workflow_id, stored)
+        return self._known[workflow_id]
+
+    async def _record(self, workflow_id: str, value: str | None) -> None:
+        if value is None or self._known.get(workflow_id) == value:
+            return
+        store = await self.follower.service.start()
+        await store.call(lambda s: set_file_id(s, workflow_id, value))
+        self._known[workflow_id] = value
+
+    async def _check_one(self, live: LiveWorkflow) -> None:
+        path = live.notebook_path
+        known = await self._stored(live.workflow_id)
+        if known is None:
+            if await self.follower.service.contents.exists(path):
+                await self._record(live.workflow_id, self.ids.index(path))
+            return
+        now = self.ids.get_path(known)
+        if now == path:
+            return
+        # a freed inode can be reused by another file: follow only to this workflow's notebook
+        if now is not None and await self._holds_workflow(now, live.workflow_id):
+            log.info("notebook-bcc: %s was moved outside Jupyter to %s", path, now)
+            await self.follower.renamed(path, now)
+            return
+        mine = await self._holds_workflow(path, live.workflow_id)
+        if mine is None:
+            return  # unreadable right now (mid-write): decide at the next check
+        if mine:
+            await self._record(live.workflow_id, self.ids.index(path))
+            return
+        log.info("notebook-bcc: %s is gone (its file id is nowhere under the root)", path)
+        store = await self.follower.service.start()
+        await store.call(lambda s: set_file_id(s, live.workflow_id, None))
+        self._known[live.workflow_id] = None
+        await self.follower.deleted(path)
+
+    async def _holds_workflow(self, path: str, workflow_id: str) -> bool | None:
+        """Whether the notebook at ``path`` is this workflow's (None: cannot tell now)."""
+        contents = self.follower.service.contents
+        if not await contents.exists(path):
+            return False
+        try:
+            content, _ = await contents.read_notebook(path)
+        except Exception:
+            return None
+        metadata = content.get("metadata")
+        own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
+        return isinstance(own, dict) and own.get("workflow_id") == workflow_id
+
+
+__all__ = ["DB_NAME", "FILE_IDS_SETTING", "FileIdFollower", "local_file_ids"]
