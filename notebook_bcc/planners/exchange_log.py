@@ -29,6 +29,7 @@ from notebook_bcc.models.exchanges import (
     clip,
 )
 from notebook_bcc.planners.base import Planner, PlannerReply, PlannerRequest, StageRoute
+from notebook_bcc.planners.wrapper import PlannerWrapper
 from notebook_bcc.protocol.plans import BehaviorPayload
 from notebook_bcc.workflow.damage import repair_lines
 
@@ -104,24 +105,12 @@ def summarize_request(planner: Any, request: PlannerRequest) -> tuple[str, int, 
     return _summary_text(full, full)
 
 
-class ExchangeLoggingPlanner:
+class ExchangeLoggingPlanner(PlannerWrapper):
     """Hands every answer (or failure) of ``inner`` to ``sink`` (see the module docstring)."""
 
     def __init__(self, inner: Planner, sink: ExchangeSink) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.sink = sink
-        self.kind: str = inner.kind
-        """The wrapped planner's kind (the wrapper is transparent)."""
-
-    def __getattr__(self, name: str) -> Any:
-        """Forward what the engine, the server or the CLI looks up on the wrapped planner."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def settings(self) -> dict[str, Any]:
-        """The wrapped planner's settings."""
-        return self.inner.settings()
 
     # -- building rows --------------------------------------------------------------------
 
@@ -208,7 +197,7 @@ class ExchangeLoggingPlanner:
                 exc,
             )
 
-    async def _logged(
+    async def _around(
         self,
         request: PlannerRequest,
         call: Callable[[PlannerRequest], Awaitable[PlannerReply | None]],
@@ -223,41 +212,6 @@ class ExchangeLoggingPlanner:
         await self._emit(self._exchange(request, began, summary, reply))
         return reply
 
-    async def _required(
-        self,
-        request: PlannerRequest,
-        call: Callable[[PlannerRequest], Awaitable[PlannerReply]],
-    ) -> PlannerReply:
-        reply = await self._logged(request, call)
-        assert reply is not None, "the wrapped planner returned None where a reply is required"
-        return reply
-
-    # -- the decision points --------------------------------------------------------------
-
-    async def plan_stages(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's stages, logged."""
-        return await self._required(request, self.inner.plan_stages)
-
-    async def plan_steps(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's steps, logged."""
-        return await self._required(request, self.inner.plan_steps)
-
-    async def plan_behavior(self, request: PlannerRequest) -> PlannerReply | None:
-        """The wrapped planner's behavior, logged."""
-        return await self._logged(request, self.inner.plan_behavior)
-
-    async def generate_actions(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's actions, logged."""
-        return await self._required(request, self.inner.generate_actions)
-
-    async def reflect_behavior(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's behavior reflection, logged."""
-        return await self._required(request, self.inner.reflect_behavior)
-
-    async def reflect_stage(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's stage reflection, logged."""
-        return await self._required(request, self.inner.reflect_stage)
-
     async def route_stage(
         self, request: PlannerRequest, *, decided: Literal["success", "failure"] | None = None
     ) -> StageRoute:
@@ -269,10 +223,6 @@ class ExchangeLoggingPlanner:
         if isinstance(reply, PlannerReply):
             await self._emit(self._exchange(request, began, summary, reply))
         return route
-
-    async def aclose(self) -> None:
-        """Close the wrapped planner."""
-        await self.inner.aclose()
 
 
 __all__ = ["ExchangeLoggingPlanner", "ExchangeSink", "summarize_request"]

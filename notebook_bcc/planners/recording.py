@@ -42,6 +42,7 @@ from notebook_bcc.planners.transcript import (
     route_json,
     where,
 )
+from notebook_bcc.planners.wrapper import PlannerWrapper
 from notebook_bcc.workflow.damage import repair_lines
 
 ERROR_DETAIL_CHARS = 20_000
@@ -66,7 +67,7 @@ def _bounded(value: Any) -> Any:
     return str(value)
 
 
-class RecordingPlanner:
+class RecordingPlanner(PlannerWrapper):
     """Records every answer of ``inner`` to ``directory`` (see the module docstring).
 
     ``append=False`` (a new run) refuses a directory that already holds a transcript;
@@ -74,9 +75,7 @@ class RecordingPlanner:
     """
 
     def __init__(self, inner: Planner, directory: Path, *, append: bool = False) -> None:
-        self.inner = inner
-        self.kind: str = inner.kind
-        """The wrapped planner's kind (the recording is transparent)."""
+        super().__init__(inner)
         self.directory = directory.resolve()
         existing = read_transcript(self.directory)
         if not append and (existing.header is not None or existing.exchanges):
@@ -90,14 +89,6 @@ class RecordingPlanner:
             raise TranscriptError(f"cannot create {self.directory}: {exc}") from exc
         self._header_written = existing.header is not None
         self._count = len(existing.exchanges)
-
-    # -- transparency ---------------------------------------------------------------------
-
-    def __getattr__(self, name: str) -> Any:
-        """Forward what the engine or the CLI looks up on the wrapped planner."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def settings(self) -> dict[str, Any]:
         """The wrapped planner's settings plus ``record`` (this directory)."""
@@ -186,7 +177,7 @@ class RecordingPlanner:
             request, REPLY_REJECTED, rejected.error, {"reply": number, "body": rejected.body}
         )
 
-    async def _record(
+    async def _around(
         self,
         request: PlannerRequest,
         call: Callable[[PlannerRequest], Awaitable[PlannerReply | None]],
@@ -211,41 +202,6 @@ class RecordingPlanner:
             )
         append_line(self.directory, line)
         return reply
-
-    async def _required(
-        self,
-        request: PlannerRequest,
-        call: Callable[[PlannerRequest], Awaitable[PlannerReply]],
-    ) -> PlannerReply:
-        reply = await self._record(request, call)
-        assert reply is not None, "the wrapped planner returned None where a reply is required"
-        return reply
-
-    # -- the decision points --------------------------------------------------------------
-
-    async def plan_stages(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's stages, recorded."""
-        return await self._required(request, self.inner.plan_stages)
-
-    async def plan_steps(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's steps, recorded."""
-        return await self._required(request, self.inner.plan_steps)
-
-    async def plan_behavior(self, request: PlannerRequest) -> PlannerReply | None:
-        """The wrapped planner's behavior (or None: an exchange without a body), recorded."""
-        return await self._record(request, self.inner.plan_behavior)
-
-    async def generate_actions(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's actions, recorded."""
-        return await self._required(request, self.inner.generate_actions)
-
-    async def reflect_behavior(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's behavior reflection, recorded."""
-        return await self._required(request, self.inner.reflect_behavior)
-
-    async def reflect_stage(self, request: PlannerRequest) -> PlannerReply:
-        """The wrapped planner's stage reflection, recorded."""
-        return await self._required(request, self.inner.reflect_stage)
 
     async def route_stage(
         self, request: PlannerRequest, *, decided: Literal["success", "failure"] | None = None
@@ -288,10 +244,6 @@ class RecordingPlanner:
         except NotebookBccError:
             return None
         return made if isinstance(made, PlanItem) else None
-
-    async def aclose(self) -> None:
-        """Close the wrapped planner."""
-        await self.inner.aclose()
 
 
 __all__ = ["RecordingPlanner"]
