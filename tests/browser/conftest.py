@@ -694,3 +694,45 @@ def assert_panel_layout(page: Page) -> None:
     assert not layout["sticking"], f"elements stick out of the panel: {layout}"
     assert not layout["squeezed"], f"buttons squeezed until their label breaks: {layout}"
     assert not layout["json"], f"raw JSON in the panel: {layout['json']}"
+
+
+def new_notebook_from_the_file_menu(page: Page) -> str:
+    """File > New > Notebook (Python 3); returns the path Lab gave it."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("File")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("New")').first.hover()
+    page.locator('.lm-Menu-itemLabel:text-is("Notebook")').first.click()
+    notebook_panel(page).wait_for(timeout=LOAD_MS)
+    # Lab asks for the kernel of a new notebook: the preselected default (Python 3)
+    picker = page.locator(".jp-Dialog", has_text="Select Kernel")
+    picker.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=LOAD_MS)
+    expect(picker).to_have_count(0)
+    page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator").first.wait_for(
+        state="attached", timeout=LOAD_MS
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.isReady", timeout=LOAD_MS
+    )
+    path = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
+    assert isinstance(path, str), path
+    assert path.endswith(".ipynb"), path
+    page.evaluate("() => { window.__bccDialogs = []; }")  # the kernel picker does not count
+    return path
+
+
+def panel_width(page: Page, width: int) -> None:
+    """Drag the handle between the main area and the right side panel to ``width`` px."""
+    panel = page.locator(f"#{PANEL_ID}")
+    box = panel.bounding_box()
+    assert box is not None
+    # the split handle on the panel's left edge (the right side bar's stack sits right of it)
+    boxes = [
+        b
+        for b in (h.bounding_box() for h in page.locator(".lm-SplitPanel-handle").all())
+        if b is not None and b["height"] > 100
+    ]
+    hbox = min(boxes, key=lambda b: abs(b["x"] + b["width"] - box["x"]))
+    x, y = hbox["x"] + hbox["width"] / 2, hbox["y"] + hbox["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + (box["width"] - width), y, steps=5)
+    page.mouse.up()

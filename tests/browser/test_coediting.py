@@ -18,13 +18,13 @@ import pytest
 
 from tests.browser.conftest import (
     LIGHT,
-    LOAD_MS,
     PROGRESS_MS,
     UI_MS,
     Lab,
     Pages,
     collaboration_env,
     expect,
+    new_notebook_from_the_file_menu,
     notebook_panel,
     open_lab,
     open_panel,
@@ -91,29 +91,6 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         yield server
     finally:
         server.stop()
-
-
-def new_notebook_from_the_file_menu(page: Page) -> str:
-    """File > New > Notebook (Python 3); returns the path Lab gave it."""
-    page.locator('.lm-MenuBar-itemLabel:text-is("File")').click()
-    page.locator('.lm-Menu-itemLabel:text-is("New")').first.hover()
-    page.locator('.lm-Menu-itemLabel:text-is("Notebook")').first.click()
-    notebook_panel(page).wait_for(timeout=LOAD_MS)
-    # Lab asks for the kernel of a new notebook: the preselected default (Python 3)
-    picker = page.locator(".jp-Dialog", has_text="Select Kernel")
-    picker.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=LOAD_MS)
-    expect(picker).to_have_count(0)
-    page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator").first.wait_for(
-        state="attached", timeout=LOAD_MS
-    )
-    page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget?.context?.isReady", timeout=LOAD_MS
-    )
-    path = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
-    assert isinstance(path, str), path
-    assert path.endswith(".ipynb"), path
-    page.evaluate("() => { window.__bccDialogs = []; }")  # the kernel picker does not count
-    return path
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = UI_MS / 1000) -> None:

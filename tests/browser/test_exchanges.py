@@ -19,10 +19,10 @@ from tests.browser.conftest import (
     expect,
     open_lab,
     open_panel,
+    panel_width,
     shot,
     tid,
 )
-from tests.browser.test_workflows_list import panel_width
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

@@ -32,14 +32,14 @@ from tests.browser.conftest import (
     Pages,
     assert_panel_layout,
     expect,
+    new_notebook_from_the_file_menu,
     open_panel,
     open_section,
+    panel_width,
     scroll_panel_top,
     shot,
     tid,
 )
-from tests.browser.test_coediting import new_notebook_from_the_file_menu
-from tests.browser.test_workflows_list import panel_width
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page

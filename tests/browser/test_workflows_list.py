@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.browser.conftest import (
-    PANEL_ID,
     UI_MS,
     Lab,
     Pages,
@@ -20,36 +19,18 @@ from tests.browser.conftest import (
     expect,
     open_lab,
     open_panel,
+    panel_width,
     shot,
     tid,
 )
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    pass
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 STUCK = Path(__file__).resolve().parents[1] / "fixtures" / "browser" / "stuck.yaml"
 STOP_TIMEOUT = 10.0  # the server's default stop_timeout
-
-
-def panel_width(page: Page, width: int) -> None:
-    """Drag the handle between the main area and the right side panel to ``width`` px."""
-    panel = page.locator(f"#{PANEL_ID}")
-    box = panel.bounding_box()
-    assert box is not None
-    # the split handle on the panel's left edge (the right side bar's stack sits right of it)
-    boxes = [
-        b
-        for b in (h.bounding_box() for h in page.locator(".lm-SplitPanel-handle").all())
-        if b is not None and b["height"] > 100
-    ]
-    hbox = min(boxes, key=lambda b: abs(b["x"] + b["width"] - box["x"]))
-    x, y = hbox["x"] + hbox["width"] / 2, hbox["y"] + hbox["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x + (box["width"] - width), y, steps=5)
-    page.mouse.up()
 
 
 def test_a_stuck_run_is_cancelled_from_the_workflows_list(lab: Lab, pages: Pages) -> None:
