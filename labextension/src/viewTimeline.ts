@@ -40,10 +40,8 @@ export function eventText(event: WorkflowEvent): string {
   switch (event.kind) {
     case 'transition':
       return `${humanState(event.from ?? '?')} → ${humanState(event.to ?? '?')} (${event.event ?? ''})`;
-    case 'run': {
-      const reason = typeof detail['reason'] === 'string' ? `: ${detail['reason']}` : '';
-      return `run ${event.from ?? '?'} → ${event.to ?? event.run_status}${reason}`;
-    }
+    case 'run':
+      return runText(event.from ?? null, event.to ?? event.run_status ?? null, detail['reason']);
     case 'cell': {
       const type = typeof detail['cell_type'] === 'string' ? `${detail['cell_type']} ` : '';
       const position = typeof detail['position'] === 'number' ? ` #${detail['position'] + 1}` : '';
@@ -67,6 +65,23 @@ export function eventText(event: WorkflowEvent): string {
     default:
       return String(event.kind);
   }
+}
+
+/** What a run status change means, in words ("Run resumed", "Run waiting for you: ..."). */
+export function runText(from: string | null, to: string | null, reason: unknown): string {
+  const why = typeof reason === 'string' && reason ? `: ${reason}` : '';
+  if (to === 'running') {
+    return from === null || from === 'running' ? 'Run started' : `Run resumed (was ${from})`;
+  }
+  const words: Record<string, string> = {
+    waiting: 'Run waiting for you',
+    paused: 'Run paused',
+    interrupted: 'Run interrupted',
+    failed: 'Run failed',
+    completed: 'Run completed',
+    cancelled: 'Run cancelled'
+  };
+  return (to !== null && words[to] ? words[to] : `Run ${to ?? 'changed'}`) + why;
 }
 
 /** ``2026-11-22T03:32:53.38Z`` -> ``03:32:53`` (UTC). */

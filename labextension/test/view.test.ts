@@ -1189,11 +1189,16 @@ describe('eventText and clock', () => {
           detail: { reason: 'Review the held-out RMSE' }
         })
       ),
-      'run running → waiting: Review the held-out RMSE'
+      'Run waiting for you: Review the held-out RMSE'
     );
     assert.equal(
       eventText(event(3, { kind: 'run', from: 'paused', to: null, run_status: 'running' })),
-      'run paused → running'
+      'Run resumed (was paused)'
+    );
+    assert.equal(eventText(event(8, { kind: 'run', from: null, to: 'running' })), 'Run started');
+    assert.equal(
+      eventText(event(8, { kind: 'run', from: 'running', to: 'completed' })),
+      'Run completed'
     );
     assert.equal(
       eventText(event(4, { kind: 'cell', detail: { cell_type: 'markdown', position: 0 } })),
