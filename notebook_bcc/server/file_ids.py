@@ -174,7 +174,12 @@ class FileIdFollower:
             return None
         metadata = content.get("metadata")
         own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
-        return isinstance(own, dict) and own.get("workflow_id") == workflow_id
+        if not isinstance(own, dict) or not own.get("workflow_id"):
+            # no workflow's record in the file yet: someone else saved it before the
+            # workflow's metadata reached it (a collaboration room saves the shared document
+            # on its own clock), so whose notebook it is cannot be told from it now
+            return None
+        return own.get("workflow_id") == workflow_id
 
 
 __all__ = ["DB_NAME", "FILE_IDS_SETTING", "FileIdFollower", "local_file_ids"]
