@@ -4,6 +4,9 @@ The flags are translated into the planner's settings keys and the planner is bui
 planner registry (:mod:`notebook_bcc.planners.registry`), the same one the server and
 ``resume`` use; what a planner can do beyond the protocol (a blueprint's declared parameters
 and plan, a recording's problem and parameters) is asked through its capability protocols.
+
+The planner modules (pydantic, httpx) are imported when a run is prepared, not when the CLI
+builds its parser: ``notebook-bcc --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -11,13 +14,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from typing import Any
-
-from notebook_bcc.planners.capabilities import (
-    BlueprintBacked,
-    DeclaresFiles,
-    RecordedRun,
-    problem_of,
-)
 
 EXIT_BAD_INPUT = 2
 
@@ -221,6 +217,7 @@ def parameters(
 ) -> dict[str, Any] | int:
     """The run's parameters: checked against a blueprint's ``parameters:``; a replay's own."""
     from notebook_bcc.blueprint.parameters import resolve
+    from notebook_bcc.planners.capabilities import BlueprintBacked, RecordedRun
 
     if isinstance(planner, RecordedRun):
         if given:
@@ -233,6 +230,7 @@ def parameters(
 def plan(planner: Any) -> Any:
     """A blueprint's (step, behavior) plan per stage, for the reports (None otherwise)."""
     from notebook_bcc.cli.ledger import blueprint_plan
+    from notebook_bcc.planners.capabilities import BlueprintBacked
 
     return blueprint_plan(planner.loaded.document) if isinstance(planner, BlueprintBacked) else None
 
@@ -308,6 +306,8 @@ def _replay_run(args: argparse.Namespace) -> Prepared | int:
         return bad(f"{args.target}: not a record directory")
     planner = REGISTRY.build("replay", {"transcript": str(args.target)})
     name = args.target.resolve().name or "replay"
+    from notebook_bcc.planners.capabilities import DeclaresFiles, problem_of
+
     files = planner.files() if isinstance(planner, DeclaresFiles) else []
     return planner, name, problem_of(planner), files
 
