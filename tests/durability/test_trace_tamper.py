@@ -216,8 +216,20 @@ def test_an_unreadable_anchor_is_exit_2(state_db: Path, capsys: Capsys, tmp_path
 
 
 def _downgrade(state_db: Path) -> None:
+    """Make the database what schema 2 wrote: each snapshot whole in ``workflows.snapshot``,
+    no snapshot parts (schema 4), no chain heads or contract/cell logs (schema 3)."""
+    with contextlib.closing(SqliteStore(state_db)) as store:
+        whole = {i: store.load(i).model_dump_json(by_alias=True) for i in store.workflow_ids()}
+    with contextlib.closing(sqlite3.connect(state_db)) as db:
+        for workflow_id, text in whole.items():
+            db.execute(
+                "UPDATE workflows SET snapshot = ? WHERE workflow_id = ?", (text, workflow_id)
+            )
+        db.commit()
     _sql(
         state_db,
+        "DROP TABLE snapshot_parts",
+        "DROP TABLE snapshot_items",
         "DROP TABLE chain_heads",
         "DROP TABLE contract_log",
         "DROP TABLE cell_log",
