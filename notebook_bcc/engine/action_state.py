@@ -26,6 +26,8 @@ class Carried:
     contracts: list[ExecutionContract]
     cells: list[CellRow]
     warnings: list[str]
+    kinds: frozenset[str] = frozenset()
+    """Commit kinds of what is carried (the previous code action's ``contract_terminal``)."""
 
 
 def cell_source(cell: Any) -> str:

@@ -88,9 +88,11 @@ class ActionExecutor(Confirmations):
 
     # -- helpers --------------------------------------------------------------------------
 
-    def path(self, index: int, *, suffix: str = "") -> ActionPath:
+    def path(
+        self, index: int, *, suffix: str = "", snapshot: WorkflowSnapshot | None = None
+    ) -> ActionPath:
         """The action path of queue entry ``index`` in the current behavior run (D10)."""
-        snap = self.engine.snapshot
+        snap = snapshot or self.engine.snapshot
         current = snap.location.current
         stage_id = current.stage_id or "_workflow"
         visit = snap.stage_machine.visits.get(stage_id, 1)
@@ -112,22 +114,53 @@ class ActionExecutor(Confirmations):
         records: list[HistoryEntry | TraceRecord],
         contracts: list[ExecutionContract],
         kinds: frozenset[str],
-    ) -> None:
-        """Commit an action's outcome; the next action's NEXT_ACTION rides along (one commit)."""
+        chain: bool = False,
+        ahead: Carried | None = None,
+    ) -> Carried | None:
+        """Commit an action's outcome; the next action's NEXT_ACTION rides along (one commit).
+
+        With ``chain`` (the loop's own action run), when the next action is a code cell's
+        ``add`` + ``exec`` and :meth:`~.host.EngineHost.may_carry_on` allows it, nothing is
+        committed: the outcome is returned to ride in the next cell's RUNNING commit, so a
+        code action in a run of them costs one commit (issue 23).
+        """
         extra: list[HistoryEntry | TraceRecord] = []
         queue = snapshot.action_queue
+        moved_on = False
         if snapshot.fsm.state is State.ACTION_COMPLETED and queue.index < len(queue.actions):
             moved = navigate(snapshot, options=self.engine.client_options())
             snapshot = moved.snapshot
             extra = list(moved.records)
-        await self.engine.commit(
+            moved_on = True
+        before = ahead or Carried(snapshot, [], [], [], [])
+        outcome = Carried(
             snapshot,
-            records=[*records, *applied.records, *extra],
-            contracts=contracts,
-            cells=self.engine.runtime.collector.drain(),
-            kinds=kinds,
-            warnings=applied.warnings,
+            [*before.records, *records, *applied.records, *extra],
+            [*before.contracts, *contracts],
+            [*before.cells, *self.engine.runtime.collector.drain()],
+            [*before.warnings, *applied.warnings],
+            before.kinds | kinds,
         )
+        if chain and moved_on and self._may_chain(snapshot):
+            return outcome
+        await self._flush(outcome)
+        return None
+
+    def _may_chain(self, snapshot: WorkflowSnapshot) -> bool:
+        """Whether the action now at ``snapshot``'s queue index may run before the outcome
+        before it is committed (see :meth:`_finish`)."""
+        if snapshot.fsm.state is not State.ACTION_RUNNING or snapshot.run.pending:
+            return False
+        if snapshot.run.status != "running" or not self.engine.may_carry_on():
+            return False
+        if not kernel_loss.unchanged(self.engine.runtime):
+            return False
+        queue = snapshot.action_queue
+        try:
+            (action,) = parse_action(queue.actions[queue.index])
+        except (ProtocolError, ValueError):
+            return False
+        return self._exec_follows(action, snapshot) is not None
 
     # -- the setup cells (engine/parameters.py) -------------------------------------------
 
@@ -149,36 +182,51 @@ class ActionExecutor(Confirmations):
     # -- action_running -------------------------------------------------------------------
 
     async def at_action_running(self) -> None:
-        """Run the action at ``action_queue.index`` (after parking any pending update, D18)."""
+        """Run the action at ``action_queue.index`` (after parking any pending update, D18),
+        and the code actions after it while each may ride in the next one's commit."""
         engine = self.engine
         if await engine.park_updates():
             return
-        snap = engine.snapshot
+        carry: Carried | None = None
+        while True:
+            carry = await self._action_at_index(carry)
+            if carry is None:
+                return
+
+    async def _action_at_index(self, carry: Carried | None) -> Carried | None:
+        engine = self.engine
+        snap = engine.snapshot if carry is None else carry.snapshot
         queue = snap.action_queue
-        if queue.index >= len(queue.actions):
+        if carry is None and queue.index >= len(queue.actions):
             applied = complete_action(snap, options=engine.client_options())
             await engine.commit_applied(applied)
-            return
+            return None
         raw = queue.actions[queue.index]
         try:
             (action,) = parse_action(raw)
         except (ProtocolError, ValueError) as exc:
+            if carry is not None:
+                await self._flush(carry)
             message = exc.message if isinstance(exc, ProtocolError) else str(exc)
             await engine.protocol_failure(f"queued action {queue.index} is malformed: {message}")
-            return
-        path = self.path(queue.index)
+            return None
+        path = self.path(queue.index, snapshot=snap)
         if isinstance(action, ExecAction):
+            if carry is not None:
+                await self._flush(carry)
             await self._exec(action, path)
-        else:
-            await self._plain(action, path)
+            return None
+        return await self._plain(action, path, incoming=carry)
 
-    def _exec_follows(self, action: PlannerAction) -> ExecAction | None:
+    def _exec_follows(
+        self, action: PlannerAction, snapshot: WorkflowSnapshot
+    ) -> ExecAction | None:
         """The queued ``exec`` right after ``action`` when it runs the cell ``action`` adds."""
         if not isinstance(action, AddAction) or not action.is_code or action.truncated:
             return None
         if self.engine.interrupt_requested:
             return None
-        queue = self.engine.snapshot.action_queue
+        queue = snapshot.action_queue
         if queue.index + 1 >= len(queue.actions):
             return None
         try:
@@ -189,14 +237,22 @@ class ActionExecutor(Confirmations):
             return following
         return None
 
-    async def _plain(self, action: PlannerAction, path: ActionPath) -> None:
+    async def _plain(
+        self, action: PlannerAction, path: ActionPath, *, incoming: Carried | None = None
+    ) -> Carried | None:
+        """A notebook action that runs nothing; a code ``add`` rides in its ``exec``'s
+        RUNNING commit, with ``incoming`` (the previous code action's outcome) when given."""
         engine = self.engine
-        following = self._exec_follows(action)
-        if following is not None:
+        base = engine.snapshot if incoming is None else incoming.snapshot
+        following = self._exec_follows(action, base)
+        if incoming is not None and following is None:
+            await self._flush(incoming)
+            incoming, base = None, engine.snapshot
+        if following is not None and incoming is None:
             version = engine.snapshot.version
             await kernel_loss.before_cell(engine)
             if engine.snapshot.version != version:
-                return  # the kernel was rebuilt (committed): the loop comes back here
+                return None  # the kernel was rebuilt (committed): the loop comes back here
         contract, records = engine.new_contract(
             "cell_execution",
             {"type": action.type, "path": path.key},
@@ -212,27 +268,35 @@ class ActionExecutor(Confirmations):
         else:
             done, more = fire(started, "succeed", actor="engine", result=outcome.cell_id)
         records += more
-        snap = self._kernel_events(engine.snapshot, outcome)
+        snap = self._kernel_events(base, outcome)
         if isinstance(action, HEADING_ACTIONS) and not outcome.refused:
             snap = with_queue(snap, sections_added=snap.action_queue.sections_added + 1)
         applied = complete_action(snap, effects=effects, options=engine.client_options())
         after = notebook_summary(self.engine.runtime.document, applied.snapshot, None)
+        ahead = incoming or Carried(base, [], [], [], [])
         if following is not None and not outcome.refused:
             queue = after.action_queue
             if after.fsm.state is State.ACTION_COMPLETED and queue.index < len(queue.actions):
                 moved = navigate(after, options=engine.client_options())
                 carry = Carried(
                     moved.snapshot,
-                    [*records, *applied.records, *moved.records],
-                    [done],
-                    engine.runtime.collector.drain(),
-                    list(applied.warnings),
+                    [*ahead.records, *records, *applied.records, *moved.records],
+                    [*ahead.contracts, done],
+                    [*ahead.cells, *engine.runtime.collector.drain()],
+                    [*ahead.warnings, *applied.warnings],
+                    ahead.kinds | {"action"},
                 )
-                await self._exec(following, self.path(queue.index), carry=carry)
-                return
+                path = self.path(queue.index, snapshot=moved.snapshot)
+                return await self._exec(following, path, carry=carry, chain=True)
         await self._finish(
-            applied, after, records=list(records), contracts=[done], kinds=frozenset({"action"})
+            applied,
+            after,
+            records=list(records),
+            contracts=[done],
+            kinds=frozenset({"action"}),
+            ahead=incoming,
         )
+        return None
 
     def _kernel_events(
         self, snapshot: WorkflowSnapshot, outcome: ActionOutcome
@@ -255,19 +319,24 @@ class ActionExecutor(Confirmations):
         return bool(meta.get("irreversible"))
 
     async def _flush(self, carry: Carried) -> None:
-        """Commit a carried action on its own (the way it was committed before issue 23)."""
+        """Commit what is carried on its own."""
         await self.engine.commit(
             carry.snapshot,
             records=carry.records,
             contracts=carry.contracts,
             cells=carry.cells,
-            kinds=frozenset({"action"}),
+            kinds=carry.kinds or frozenset({"action"}),
             warnings=carry.warnings,
         )
 
     async def _exec(
-        self, action: ExecAction, path: ActionPath, *, carry: Carried | None = None
-    ) -> None:
+        self,
+        action: ExecAction,
+        path: ActionPath,
+        *,
+        carry: Carried | None = None,
+        chain: bool = False,
+    ) -> Carried | None:
         engine = self.engine
         document = engine.runtime.document
         target = (
@@ -275,10 +344,9 @@ class ActionExecutor(Confirmations):
         )
         cell = document.get(target) if target else None
         if cell is None or target is None:
-            await self._execute(
+            return await self._execute(
                 action, path, cell_id=None, irreversible=False, reason=None, carry=carry
             )
-            return
         source = cell_source(cell)
         irreversible, reason = is_irreversible(
             source,
@@ -302,7 +370,7 @@ class ActionExecutor(Confirmations):
             )
             if verdict.outcome == "refuse":
                 await self._skip(path, f"WARN: {verdict.reason}", key)
-                return
+                return None
             approved = any(
                 c.action_type == "confirmation"
                 and c.status is ExecutionStatus.COMPLETED
@@ -319,8 +387,8 @@ class ActionExecutor(Confirmations):
                     await self._auto_confirmation(facts)
                 else:
                     await self._ask_irreversible(facts)
-                    return
-        await self._execute(
+                    return None
+        return await self._execute(
             action,
             path,
             cell_id=target,
@@ -328,6 +396,7 @@ class ActionExecutor(Confirmations):
             reason=reason,
             key=key,
             carry=carry,
+            chain=chain and not irreversible,
         )
 
     async def _execute(
@@ -342,18 +411,20 @@ class ActionExecutor(Confirmations):
         complete: bool = True,
         resumed: ExecutionContract | None = None,
         carry: Carried | None = None,
-    ) -> None:
+        chain: bool = False,
+    ) -> Carried | None:
         """Write ahead, run the cell once, commit the outcome (see the module docstring).
 
         ``resumed`` is a contract already RUNNING and committed (an in-doubt action a human
         said never happened): the cell runs under it instead of a new one. ``carry`` (the
-        cell's ``add``, its kernel check done) rides in the RUNNING commit.
+        cell's ``add``, its kernel check done) rides in the RUNNING commit. With ``chain``
+        the outcome may be returned uncommitted, to ride in the next cell's (see _finish).
         """
         engine = self.engine
         runtime = engine.runtime
         ready = carry is not None or await kernel_loss.before_cell(engine)
         if not ready and resumed is None and complete:
-            return  # a lost_state decision first; the action runs once it is answered
+            return None  # a lost_state decision first; the action runs once it is answered
         source = cell_source(runtime.document.get(cell_id)) if cell_id else ""
         if resumed is not None:
             running = resumed
@@ -384,7 +455,7 @@ class ActionExecutor(Confirmations):
                     records=[*carry.records, *records],
                     contracts=[*carry.contracts, running],
                     cells=[*ahead, *cells],
-                    kinds=frozenset({"action", "contract_running"}),
+                    kinds=carry.kinds | {"action", "contract_running"},
                     warnings=carry.warnings,
                 )
         outcome = await runtime.runner.run(
@@ -397,7 +468,7 @@ class ActionExecutor(Confirmations):
             and result.status == "dead_kernel"
             and await kernel_loss.after_death(engine, running, path)
         ):
-            return
+            return None
         ok = outcome.refused is None and result is not None and result.ok
         if ok and result is not None:
             summary = "".join(result.effects).strip()[:200] or "ok"
@@ -419,7 +490,7 @@ class ActionExecutor(Confirmations):
             )
             if not ok:
                 await engine.fail_run(f"the inputs cell failed: {failure_text(result)}")
-            return
+            return None
         queue = snap.action_queue
         snap = with_queue(
             snap,
@@ -442,12 +513,13 @@ class ActionExecutor(Confirmations):
             failed = fire_event(after, Event.FAIL, options=engine.client_options())
             history += failed.records
             after = with_run(failed.snapshot, "failed", f"the kernel died while running {path.key}")
-        await self._finish(
+        return await self._finish(
             applied,
             after,
             records=history,
             contracts=[done],
             kinds=frozenset({"contract_terminal"}),
+            chain=chain and ok,
         )
 
     async def _skip(self, path: ActionPath, effect: str, key: str) -> None:

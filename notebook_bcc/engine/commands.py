@@ -87,6 +87,7 @@ class Commands(_Rooms):
     """Commands and decisions (a room of :class:`~notebook_bcc.engine.engine.Engine`)."""
 
     _next_inbox_poll: float
+    _commands_waiting: int
 
     async def take_commands(self) -> None:
         """Apply commands queued in the store by other processes (``notebook-bcc cancel``).
@@ -121,7 +122,12 @@ class Commands(_Rooms):
         command = parse_command(body)
         if check_version:
             self._check_version(command.expected_version)
-        async with self.lock:
+        self._commands_waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self._commands_waiting -= 1
+        try:
             loose = (isinstance(command, ActionCommand) and command.action in ("run", "pause")) or (
                 isinstance(command, EventCommand) and command.event is Event.CANCEL
             )
@@ -129,6 +135,18 @@ class Commands(_Rooms):
                 self._check_version(command.expected_version)
             await self._apply_command(command)
             return self.snapshot
+        finally:
+            self.lock.release()
+
+    def may_carry_on(self) -> bool:
+        """Whether the loop may go on to the next action with no safe point in between (its
+        commit then carries this one's outcome): no command waits, no inbox poll is due, no
+        Ctrl-C was asked for. Otherwise the step ends at a commit, and commands apply."""
+        return (
+            not self.interrupt_requested
+            and self._commands_waiting == 0
+            and monotonic() < self._next_inbox_poll
+        )
 
     def _check_version(self, expected: int) -> None:
         if expected != self.snapshot.version:

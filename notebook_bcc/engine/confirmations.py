@@ -47,7 +47,9 @@ class Confirmations:
 
     if TYPE_CHECKING:
 
-        def path(self, index: int, *, suffix: str = "") -> ActionPath: ...
+        def path(
+            self, index: int, *, suffix: str = "", snapshot: WorkflowSnapshot | None = None
+        ) -> ActionPath: ...
 
         async def _execute(
             self,
@@ -61,7 +63,8 @@ class Confirmations:
             complete: bool = True,
             resumed: ExecutionContract | None = None,
             carry: Any = None,
-        ) -> None: ...
+            chain: bool = False,
+        ) -> Any: ...
 
     def _confirmation(
         self, detail: dict[str, Any], *, key: str | None, metadata: dict[str, Any]

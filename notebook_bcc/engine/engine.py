@@ -130,8 +130,10 @@ class Engine(Moves, Commands, Committer):
         self.kernel_started = False
         self._interrupt_requested = False
         self.lock = asyncio.Lock()
-        self._next_inbox_poll: float = 0.0
         """Held by the loop for each step and by each command: one writer at a time."""
+        self._next_inbox_poll: float = 0.0
+        self._commands_waiting = 0
+        """Commands waiting for :attr:`lock` (the loop then ends its step at a commit)."""
 
     # -- construction ---------------------------------------------------------------------
 

@@ -61,6 +61,10 @@ class EngineHost(Protocol):
         """Options for the client's own moves."""
         ...
 
+    def may_carry_on(self) -> bool:
+        """Whether the next action may run before this one's outcome is committed alone."""
+        ...
+
     async def commit(
         self,
         snapshot: WorkflowSnapshot,

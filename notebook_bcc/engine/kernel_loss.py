@@ -57,6 +57,15 @@ def note_kernel(runtime: KernelRuntime) -> None:
         _known_pid[runtime] = pid
 
 
+def unchanged(runtime: KernelRuntime) -> bool:
+    """Whether the kernel is the process the runtime's state was built in (so
+    :func:`before_cell` has nothing to do); a cheap check, no message to the kernel."""
+    if not runtime.session.started:
+        return True
+    pid = _kernel_pid(runtime)
+    return pid is None or _known_pid.get(runtime) in (None, pid)
+
+
 async def before_cell(engine: EngineHost) -> bool:
     """Rebuild first when the kernel process changed since the state was built (see above);
     False when the rebuild lost an irreversible cell's state and the run now waits on the

@@ -93,6 +93,13 @@ def _dump(model: Any) -> str:
     return str(model.model_dump_json(by_alias=True))
 
 
+def _event_row(
+    workflow_id: str, version: int, event: WorkflowEvent
+) -> Callable[[int], tuple[Any, ...]]:
+    """An ``events`` row as a function of its ``seq`` (the body embeds it)."""
+    return lambda seq: (workflow_id, version, _dump(event.model_copy(update={"seq": seq})))
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -380,8 +387,9 @@ class SqliteStore(StoreReads):
         written, self.last_write = parts.write(self._db, wf, stored, layout)
         written.version = new_version
         self._pending = written
+        chains = anchor.ChainWriter(self._db)
         for entry in change.history:
-            self._append(
+            chains.append(
                 "history",
                 (
                     wf,
@@ -394,7 +402,7 @@ class SqliteStore(StoreReads):
                 ),
             )
         for record in change.trace:
-            self._append(
+            chains.append(
                 "trace",
                 (
                     wf,
@@ -407,12 +415,13 @@ class SqliteStore(StoreReads):
                 ),
             )
         for contract in change.contracts:
-            self._db.execute(
+            stored_row = self._db.execute(
                 "INSERT INTO contracts (execution_id, workflow_id, run_id, action_type,"
                 " irreversible, idempotency_key, status, body, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(execution_id) DO UPDATE SET status = excluded.status,"
-                " body = excluded.body, updated_at = excluded.updated_at",
+                " body = excluded.body, updated_at = excluded.updated_at"
+                f" RETURNING {', '.join(anchor.CONTRACT_COLUMNS)}",
                 (
                     contract.execution_id,
                     contract.workflow_id or wf,
@@ -424,18 +433,18 @@ class SqliteStore(StoreReads):
                     _dump(contract),
                     contract.updated_at,
                 ),
-            )
-            anchor.log_change(self._db, "contracts", (contract.execution_id,), wf)
+            ).fetchone()
+            chains.log_change("contracts", (contract.execution_id,), stored_row, wf)
         for cell in change.cells:
-            self._db.execute(
+            stored_row = self._db.execute(
                 "INSERT INTO cells (workflow_id, cell_id, position, contract_id, cell, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(workflow_id, cell_id) DO UPDATE SET cell = excluded.cell,"
                 " contract_id = COALESCE(excluded.contract_id, cells.contract_id),"
-                " updated_at = excluded.updated_at",
+                f" updated_at = excluded.updated_at RETURNING {', '.join(anchor.CELL_COLUMNS)}",
                 (wf, cell.cell_id, cell.position, cell.contract_id, _json(cell.cell), now),
-            )
-            anchor.log_change(self._db, "cells", (wf, cell.cell_id), wf)
+            ).fetchone()
+            chains.log_change("cells", (wf, cell.cell_id), stored_row, wf)
         published: list[WorkflowEvent] = []
         for draft in change.events:
             event = WorkflowEvent(
@@ -451,22 +460,10 @@ class SqliteStore(StoreReads):
                 run_status=snap.run.status,
                 detail=draft.detail,
             )
-            seq = self._append("events", (wf, new_version, None), body_model=event)
+            seq = chains.append("events", _event_row(wf, new_version, event))
             published.append(event.model_copy(update={"seq": seq}))
+        chains.flush()
         return CommitResult(stored, published)
-
-    def _append(
-        self, table: str, values: tuple[Any, ...], *, body_model: WorkflowEvent | None = None
-    ) -> int:
-        """A chained row and its chain head, in the current transaction (store/anchor.py)."""
-        if body_model is None:
-            return anchor.append_chained(self._db, table, values)
-        model = body_model
-
-        def with_body(seq: int) -> tuple[Any, ...]:
-            return (*values[:-1], _dump(model.model_copy(update={"seq": seq})))
-
-        return anchor.append_chained(self._db, table, with_body)
 
     # -- owner and command inbox ---------------------------------------------------------------
 
