@@ -218,9 +218,7 @@ class ActionExecutor(Confirmations):
             return None
         return await self._plain(action, path, incoming=carry)
 
-    def _exec_follows(
-        self, action: PlannerAction, snapshot: WorkflowSnapshot
-    ) -> ExecAction | None:
+    def _exec_follows(self, action: PlannerAction, snapshot: WorkflowSnapshot) -> ExecAction | None:
         """The queued ``exec`` right after ``action`` when it runs the cell ``action`` adds."""
         if not isinstance(action, AddAction) or not action.is_code or action.truncated:
             return None

@@ -173,8 +173,8 @@ class EngineRooms(EngineHost, Protocol):
         """Answer a pending decision."""
         ...
 
-    async def flush_notebook(self) -> None:
-        """Write the notebook now."""
+    async def flush_notebook(self, *, wait: bool = True) -> None:
+        """Write the notebook (in the background with ``wait=False``)."""
         ...
 
     def _stage_item(self, stage_id: str) -> PlanItem | None: ...

@@ -159,14 +159,16 @@ class Moves(_Rooms):
         snap = await self._behavior_checks(snap)
         applied = navigate(snap, options=self.client_options())
         await self.commit_applied(applied, kinds=frozenset({"behavior_end"}))
-        await self.flush_notebook()
+        await self.flush_notebook(wait=False)
 
-    async def flush_notebook(self) -> None:
-        """Write the notebook now, with the store's chain heads in its metadata.
+    async def flush_notebook(self, *, wait: bool = True) -> None:
+        """Write the notebook, with the store's chain heads in its metadata.
 
         ``metadata.notebook_bcc.anchor`` mirrors the tamper-evidence anchor outside the
         database at every flush (``trace --verify --anchor`` reads the same document), so
         rows cut from the end of a chain are caught even if the chain heads are rewritten.
+        At a behavior boundary (``wait=False``) the file is written in the background, off
+        the run's path (the store already holds every cell, D10); the end of a run waits.
         """
         try:
             mirror = await self.store.call(lambda s: s.chain_anchor())
@@ -175,7 +177,10 @@ class Moves(_Rooms):
         else:
             put_anchor(self.runtime.document.nb.metadata, mirror)
             self.runtime.writer.metadata_changed(self.runtime.document.nb.metadata)
-        await self.runtime.flush()
+        if wait:
+            await self.runtime.flush()
+        else:
+            self.runtime.flush_soon()
 
     async def _behavior_checks(self, snap: WorkflowSnapshot) -> WorkflowSnapshot:
         """Variables probe and acceptance of the finished behavior (before its reflection)."""
@@ -189,7 +194,10 @@ class Moves(_Rooms):
             wanted += list(step.verified_artifacts)
         if stage is not None:
             wanted += list(stage.verified_artifacts)
-        report = await self.runtime.runner.probe(list(dict.fromkeys(wanted)))
+        criteria = list(behavior.acceptance) if behavior is not None else []
+        report, results = await self.runtime.runner.behavior_checks(
+            list(dict.fromkeys(wanted)), criteria
+        )
         effects = snap.effects
         if report.error:
             effects = add_current(effects, [f"WARN: variables probe failed: {report.error}"])
@@ -201,7 +209,6 @@ class Moves(_Rooms):
             variables.update(report.variables)
         acceptance = dict(snap.acceptance)
         if behavior is not None:
-            results = await self.runtime.runner.acceptance(list(behavior.acceptance))
             acceptance[behavior.id] = results
         produced = [name for name, where in report.present.items() if where is not None]
         draft = Draft(snap, "probe", self.client_options())

@@ -93,8 +93,15 @@ class KernelRuntime:
         await self.runner.start()
 
     async def flush(self) -> None:
-        """Write the notebook now (behavior boundaries, the end of a run)."""
+        """Write the notebook now (the end of a run)."""
         await self.writer.flush_async()
+
+    def flush_soon(self) -> None:
+        """Write the notebook in the background (behavior boundaries): first raise
+        :class:`~notebook_bcc.kernel.errors.NotebookWriteError` if the last such write failed
+        (D1: the run then fails here, one boundary later), then start the next one."""
+        self.writer.raise_failure()
+        self.writer.flush_soon()
 
     async def close(self) -> None:
         """Write what is left and shut the kernel down (at once when we own it)."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from notebook_bcc.kernel.errors import KernelBusyError, KernelDeadError
 from notebook_bcc.kernel.session import KernelSession
@@ -35,18 +37,18 @@ def _wrapped(expression: str) -> str:
     return f"bool((\n{expression.strip()}\n))"
 
 
-def _fail_all(
-    results: dict[str, AcceptanceResult], keys: dict[str, str], message: str
-) -> dict[str, AcceptanceResult]:
-    sent = set(keys.values())
-    failed = AcceptanceResult(status="error", message=message)
-    return {c: failed if c in sent else r for c, r in results.items()}
+@dataclass(frozen=True, slots=True)
+class PreparedCriteria:
+    """Criteria checked and wrapped for the kernel: ``expressions`` by key (``c0``, ...),
+    ``keys`` back to the criterion, and ``results`` so far (refused ones already final)."""
+
+    results: dict[str, AcceptanceResult]
+    expressions: dict[str, str]
+    keys: dict[str, str]
 
 
-async def evaluate_criteria(
-    session: KernelSession, criteria: Sequence[str], *, timeout: float = 10.0
-) -> dict[str, AcceptanceResult]:
-    """``{criterion: passed | failed | error(message)}``, in the order given."""
+def prepare_criteria(criteria: Sequence[str]) -> PreparedCriteria:
+    """Check each criterion and wrap the good ones as guarded ``user_expressions``."""
     results: dict[str, AcceptanceResult] = {}
     expressions: dict[str, str] = {}
     keys: dict[str, str] = {}
@@ -59,24 +61,33 @@ async def evaluate_criteria(
         expressions[key] = _wrapped(criterion)
         keys[key] = criterion
         results[criterion] = AcceptanceResult(status="error", message="not evaluated")
-    if not expressions:
-        return results
-    try:
-        reply = await session.silent(
-            user_expressions=expressions, timeout=timeout, interrupts=len(expressions)
-        )
-    except KernelBusyError:
-        return _fail_all(results, keys, f"timed out after {timeout:g} s")
-    except KernelDeadError as exc:
-        return _fail_all(results, keys, f"dead_kernel: {exc.message}")
-    answers = reply.content.get("user_expressions") or {}
-    for key, criterion in keys.items():
+    return PreparedCriteria(results, expressions, keys)
+
+
+def fail_criteria(prepared: PreparedCriteria, message: str) -> dict[str, AcceptanceResult]:
+    """Every criterion sent to the kernel as an error with ``message`` (no usable reply)."""
+    sent = set(prepared.keys.values())
+    failed = AcceptanceResult(status="error", message=message)
+    return {c: failed if c in sent else r for c, r in prepared.results.items()}
+
+
+def read_criteria(
+    prepared: PreparedCriteria,
+    answers: dict[str, Any],
+    *,
+    interrupted: bool,
+    timeout: float,
+) -> dict[str, AcceptanceResult]:
+    """The results from a reply's ``user_expressions`` (``interrupted``: the kernel was
+    interrupted at least once while evaluating them)."""
+    results = dict(prepared.results)
+    for key, criterion in prepared.keys.items():
         answer = answers.get(key) or {}
         if answer.get("status") == "ok":
             text = str(answer.get("data", {}).get("text/plain", ""))
             status = "passed" if text == "True" else "failed"
             results[criterion] = AcceptanceResult(status=status)
-        elif answer.get("ename") == "KeyboardInterrupt" and reply.interrupts:
+        elif answer.get("ename") == "KeyboardInterrupt" and interrupted:
             results[criterion] = AcceptanceResult(
                 status="error", message=f"timed out after {timeout:g} s"
             )
@@ -89,3 +100,24 @@ async def evaluate_criteria(
                 status="error", message="the kernel returned no result"
             )
     return results
+
+
+async def evaluate_criteria(
+    session: KernelSession, criteria: Sequence[str], *, timeout: float = 10.0
+) -> dict[str, AcceptanceResult]:
+    """``{criterion: passed | failed | error(message)}``, in the order given."""
+    prepared = prepare_criteria(criteria)
+    if not prepared.expressions:
+        return prepared.results
+    try:
+        reply = await session.silent(
+            user_expressions=prepared.expressions,
+            timeout=timeout,
+            interrupts=len(prepared.expressions),
+        )
+    except KernelBusyError:
+        return fail_criteria(prepared, f"timed out after {timeout:g} s")
+    except KernelDeadError as exc:
+        return fail_criteria(prepared, f"dead_kernel: {exc.message}")
+    answers = reply.content.get("user_expressions") or {}
+    return read_criteria(prepared, answers, interrupted=bool(reply.interrupts), timeout=timeout)

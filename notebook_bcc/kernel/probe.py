@@ -32,15 +32,19 @@ class ProbeConfig:
 
 DEFAULT_PROBE = ProbeConfig()
 
+NOT_INSTALLED = "the variables probe could not be installed"
 
-def _expression(check: list[str], config: ProbeConfig) -> str:
+
+def probe_expression(check: list[str], config: ProbeConfig) -> str:
+    """The ``user_expressions`` entry that runs the installed probe."""
     return (
         f"{PROBE_NAME}({check!r}, {int(config.max_names)}, {int(config.repr_chars)}, "
         f"{int(config.value_chars)})"
     )
 
 
-def _failed(check: list[str], began: float, error: str) -> VariablesReport:
+def failed_report(check: list[str], began: float, error: str) -> VariablesReport:
+    """The report of a probe that gave no answer (``error`` says why)."""
     return VariablesReport(
         variables={},
         present=dict.fromkeys(check),
@@ -56,22 +60,53 @@ async def _ask(
 ) -> dict[str, Any] | None:
     """One probe request; None when the probe is not installed (e.g. after ``%reset``)."""
     reply = await session.silent(
-        user_expressions={"probe": _expression(check, config)},
+        user_expressions={"probe": probe_expression(check, config)},
         timeout=config.timeout,
         interrupts=1,
     )
     if reply.interrupts:
         raise KernelBusyError(f"the variables probe took longer than {config.timeout:g} s")
-    result = (reply.content.get("user_expressions") or {}).get("probe") or {}
+    return read_probe((reply.content.get("user_expressions") or {}).get("probe") or {}, config)
+
+
+def read_probe(result: dict[str, Any], config: ProbeConfig) -> dict[str, Any] | None:
+    """The probe's JSON from its ``user_expressions`` answer; None when the probe is not
+    installed in the kernel; :class:`KernelBusyError` when it failed or was interrupted."""
     if result.get("status") != "ok":
         if result.get("ename") == "NameError":
             return None
+        if result.get("ename") == "KeyboardInterrupt":
+            raise KernelBusyError(f"the variables probe took longer than {config.timeout:g} s")
         raise KernelBusyError(
             f"the variables probe failed: {result.get('ename')}: {result.get('evalue')}"
         )
     text = result.get("data", {}).get("text/plain", "")
     payload = json.loads(text)
     return payload if isinstance(payload, dict) else {}
+
+
+def report_of(payload: dict[str, Any], began: float) -> VariablesReport:
+    """A :class:`VariablesReport` from the probe's JSON."""
+    raw_variables = payload.get("variables") or {}
+    variables = {
+        str(name): VariableInfo.model_validate(info) for name, info in raw_variables.items()
+    }
+    present = {str(k): (str(v) if v else None) for k, v in (payload.get("present") or {}).items()}
+    return VariablesReport(
+        variables=variables,
+        present=present,
+        total=int(payload.get("total", len(variables))),
+        omitted=int(payload.get("omitted", 0)),
+        duration_s=monotonic() - began,
+    )
+
+
+async def install_and_ask(
+    session: KernelSession, check: list[str], config: ProbeConfig
+) -> dict[str, Any] | None:
+    """Install the probe (it was missing, e.g. after ``%reset``) and ask again."""
+    await session.silent(install_code(), timeout=config.timeout)
+    return await _ask(session, check, config)
 
 
 async def probe_variables(
@@ -90,23 +125,11 @@ async def probe_variables(
     try:
         payload = await _ask(session, names, config)
         if payload is None:
-            await session.silent(install_code(), timeout=config.timeout)
-            payload = await _ask(session, names, config)
+            payload = await install_and_ask(session, names, config)
     except KernelBusyError as exc:
-        return _failed(names, began, exc.message)
+        return failed_report(names, began, exc.message)
     except KernelDeadError as exc:
-        return _failed(names, began, f"dead_kernel: {exc.message}")
+        return failed_report(names, began, f"dead_kernel: {exc.message}")
     if payload is None:
-        return _failed(names, began, "the variables probe could not be installed")
-    raw_variables = payload.get("variables") or {}
-    variables = {
-        str(name): VariableInfo.model_validate(info) for name, info in raw_variables.items()
-    }
-    present = {str(k): (str(v) if v else None) for k, v in (payload.get("present") or {}).items()}
-    return VariablesReport(
-        variables=variables,
-        present=present,
-        total=int(payload.get("total", len(variables))),
-        omitted=int(payload.get("omitted", 0)),
-        duration_s=monotonic() - began,
-    )
+        return failed_report(names, began, NOT_INSTALLED)
+    return report_of(payload, began)

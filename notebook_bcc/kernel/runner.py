@@ -40,6 +40,7 @@ from notebook_bcc.kernel.cells import (
     is_heading,
     markdown_cell,
 )
+from notebook_bcc.kernel.checks import behavior_checks
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.effects import DEFAULT_EFFECTS, EffectsConfig
 from notebook_bcc.kernel.errors import KernelDeadError
@@ -401,6 +402,12 @@ class ActionRunner:
     async def probe(self, check: Sequence[str] = ()) -> VariablesReport:
         """The variables probe (run it after a behavior, not per cell)."""
         return await probe_variables(self.session, list(check), self.probe_config)
+
+    async def behavior_checks(
+        self, check: Sequence[str], criteria: Sequence[str]
+    ) -> tuple[VariablesReport, dict[str, AcceptanceResult]]:
+        """The probe and a behavior's acceptance criteria in one kernel round trip."""
+        return await behavior_checks(self.session, list(check), criteria, self.probe_config)
 
     async def acceptance(
         self, criteria: Sequence[str], *, timeout: float = 10.0

@@ -202,6 +202,31 @@ class NotebookWriter:
             log.warning("notebook-bcc: writing %s failed: %s", self.path, exc)
             return WriteReport(self.path, written=False)
 
+    def flush_soon(self) -> None:
+        """Start a write now without waiting for it (behavior boundaries): the caller goes
+        on while the file is written; a failure is kept for :meth:`raise_failure`. A write
+        already under way is followed by the debounced one, which covers what it missed."""
+        if self._task is not None and not self._task.done():
+            self._schedule()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._fire()
+
+    def raise_failure(self) -> None:
+        """Raise :class:`NotebookWriteError` when the last background write failed."""
+        error = self.last_error
+        if error is None:
+            return
+        if isinstance(error, NotebookWriteError):
+            raise error
+        raise NotebookWriteError(f"{type(error).__name__}: {error}") from error
+
     # -- writing --------------------------------------------------------------------------
 
     def flush(self) -> WriteReport:
