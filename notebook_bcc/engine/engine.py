@@ -54,7 +54,7 @@ from notebook_bcc.planners.base import (
     PlannerRequest,
 )
 from notebook_bcc.protocol.errors import ProtocolError
-from notebook_bcc.store.sqlite import AsyncStore
+from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.workflow import (
     Applied,
     ApplyError,

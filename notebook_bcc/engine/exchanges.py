@@ -11,8 +11,8 @@ from __future__ import annotations
 from notebook_bcc.models.exchanges import PlannerExchange
 from notebook_bcc.planners.base import Planner
 from notebook_bcc.planners.exchange_log import ExchangeLoggingPlanner
+from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.exchanges import append_exchange
-from notebook_bcc.store.sqlite import AsyncStore
 
 UNLOGGED_KINDS = frozenset({"blueprint"})
 """Planner kinds whose answers are not exchanges (no request, no reply to show)."""

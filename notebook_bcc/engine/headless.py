@@ -25,7 +25,7 @@ from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.kernel.session import KernelSession
 from notebook_bcc.models.snapshot import new_snapshot
 from notebook_bcc.planners.base import Planner
-from notebook_bcc.store.sqlite import AsyncStore
+from notebook_bcc.store.async_store import AsyncStore
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ async def open_headless(run: HeadlessRun) -> Engine:
     workflow_id = run.workflow_id or f"wf-{uuid.uuid4().hex[:12]}"
     notebook = run.notebook.resolve()
     notebook.parent.mkdir(parents=True, exist_ok=True)
-    store = await AsyncStore.open(run.state_db)
+    store = await AsyncStore.open(run.state_db, inline=True)
     try:
         await release_notebook(store, str(notebook), state_db=run.state_db, abandon=run.abandon)
         drop_workflow_cells(notebook)
@@ -174,7 +174,7 @@ async def open_stored(
 
     Call ``await engine.recovery.prepare()`` before ``run()`` (D11).
     """
-    store = await AsyncStore.open(state_db)
+    store = await AsyncStore.open(state_db, inline=True)
     try:
         snapshot = await store.load(workflow_id)
         chosen = planner or planner_for(snapshot.planner.model_dump(mode="json"))

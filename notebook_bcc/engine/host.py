@@ -28,7 +28,8 @@ if TYPE_CHECKING:
         PlannerRequest,
         StageRoute,
     )
-    from notebook_bcc.store.sqlite import AsyncStore, CellRow, EventDraft
+    from notebook_bcc.store.async_store import AsyncStore
+    from notebook_bcc.store.sqlite import CellRow, EventDraft
     from notebook_bcc.workflow import Applied, ApplyOptions
 
 

@@ -26,7 +26,8 @@ from notebook_bcc.engine.routing import with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.cells import BCC_KEY
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store.sqlite import AsyncStore, Commit, EventDraft
+from notebook_bcc.store.async_store import AsyncStore
+from notebook_bcc.store.sqlite import Commit, EventDraft
 
 FINISHED = frozenset({"completed", "failed", "cancelled"})
 """Run statuses a new run may archive without asking."""

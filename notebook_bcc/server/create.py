@@ -36,8 +36,8 @@ from notebook_bcc.server.restore import (
     persisted_options,
 )
 from notebook_bcc.server.service_core import ServiceCore
+from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import NotebookBusyError
-from notebook_bcc.store.sqlite import AsyncStore
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from notebook_bcc.server.restore import (
     restored_options,
 )
 from notebook_bcc.server.service_core import ServiceCore
-from notebook_bcc.store.sqlite import AsyncStore
+from notebook_bcc.store.async_store import AsyncStore
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ from notebook_bcc.server.save_pacing import SavePacer
 from notebook_bcc.server.stopping import interrupt_running_cell
 from notebook_bcc.server.stream import WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
-from notebook_bcc.store.sqlite import AsyncStore
+from notebook_bcc.store.async_store import AsyncStore
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """Durable state: one SQLite file holding snapshots, history, trace, events, contracts, cells."""
 
+from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import (
     ChainBrokenError,
     IdempotencyViolationError,
@@ -9,7 +10,6 @@ from notebook_bcc.store.errors import (
     VersionConflictError,
 )
 from notebook_bcc.store.sqlite import (
-    AsyncStore,
     CellRow,
     Commit,
     CommitResult,

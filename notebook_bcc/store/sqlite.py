@@ -10,11 +10,9 @@ code the same API on one dedicated executor thread.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,7 +44,7 @@ INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
 
 T = TypeVar("T")
 
-__all__ = ["AsyncStore", "CellRow", "Commit", "CommitResult", "EventDraft", "SqliteStore"]
+__all__ = ["CellRow", "Commit", "CommitResult", "EventDraft", "SqliteStore"]
 
 
 @dataclass(frozen=True)
@@ -538,52 +536,3 @@ class SqliteStore(StoreReads):
         """The chain heads as JSON, to keep outside the database (``trace --export-anchor``);
         the notebook writers put the same document in ``metadata.notebook_bcc.anchor``."""
         return anchor.export_anchor(self._db)
-
-
-class AsyncStore:
-    """:class:`SqliteStore` for asyncio code: every call runs on one dedicated thread."""
-
-    def __init__(self, executor: ThreadPoolExecutor, store: SqliteStore) -> None:
-        self._executor = executor
-        self._store = store
-
-    @classmethod
-    async def open(cls, path: str | Path, *, busy_timeout: float = 5.0) -> AsyncStore:
-        """Open (and migrate) the database on a new executor thread."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="notebook-bcc-store")
-        loop = asyncio.get_running_loop()
-        try:
-            store = await loop.run_in_executor(
-                executor, lambda: SqliteStore(path, busy_timeout=busy_timeout)
-            )
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(executor, store)
-
-    @property
-    def last_write(self) -> parts.WriteStats:
-        """Snapshot rows and bytes the last commit wrote (read after it returned)."""
-        return self._store.last_write
-
-    async def call(self, fn: Callable[[SqliteStore], T]) -> T:
-        """Run ``fn(store)`` on the store's thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, self._store)
-
-    async def create(self, snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
-        """See :meth:`SqliteStore.create`."""
-        return await self.call(lambda s: s.create(snapshot))
-
-    async def load(self, workflow_id: str) -> WorkflowSnapshot:
-        """See :meth:`SqliteStore.load`."""
-        return await self.call(lambda s: s.load(workflow_id))
-
-    async def commit(self, change: Commit) -> CommitResult:
-        """See :meth:`SqliteStore.commit`."""
-        return await self.call(lambda s: s.commit(change))
-
-    async def close(self) -> None:
-        """Close the connection on its thread and stop the thread."""
-        await self.call(lambda s: s.close())
-        self._executor.shutdown(wait=True)

@@ -22,7 +22,8 @@ from notebook_bcc.models.contract import ExecutionStatus
 from notebook_bcc.models.names import State
 from notebook_bcc.planners.base import PlannerError, PlannerReply, PlannerRequest
 from notebook_bcc.planners.blueprint import BlueprintPlanner
-from notebook_bcc.store.sqlite import AsyncStore, Commit, CommitResult, SqliteStore
+from notebook_bcc.store.async_store import AsyncStore
+from notebook_bcc.store.sqlite import Commit, CommitResult, SqliteStore
 from tests.durability.conftest import Durable, nap_taken
 
 
@@ -154,8 +155,8 @@ def test_sqlite_locked_by_another_writer_exits_1_and_resume_continues(
             holder.append(other)
         return commit(self, change)
 
-    async def impatient_open(cls: type[AsyncStore], /, path: Any, **_: Any) -> AsyncStore:
-        store: AsyncStore = await open_store(cls, path, busy_timeout=0.3)
+    async def impatient_open(cls: type[AsyncStore], /, path: Any, **kwargs: Any) -> AsyncStore:
+        store: AsyncStore = await open_store(cls, path, **{**kwargs, "busy_timeout": 0.3})
         return store
 
     monkeypatch.setattr(SqliteStore, "commit", locking_commit)
