@@ -85,6 +85,19 @@ class ActionExecutor(Confirmations):
 
     def __init__(self, engine: EngineHost) -> None:
         self.engine = engine
+        self._parses: dict[int, tuple[dict[str, Any], PlannerAction]] = {}
+
+    def _parsed(self, raw: dict[str, Any]) -> PlannerAction:
+        """The queued action ``raw`` as its model, parsed once per queue entry (the loop
+        looks at each entry up to three times); raises like :func:`parse_action`."""
+        known = self._parses.get(id(raw))
+        if known is not None and known[0] is raw:
+            return known[1]
+        (action,) = parse_action(raw)
+        if len(self._parses) >= 64:
+            self._parses.clear()
+        self._parses[id(raw)] = (raw, action)
+        return action
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -157,7 +170,7 @@ class ActionExecutor(Confirmations):
             return False
         queue = snapshot.action_queue
         try:
-            (action,) = parse_action(queue.actions[queue.index])
+            action = self._parsed(queue.actions[queue.index])
         except (ProtocolError, ValueError):
             return False
         return self._exec_follows(action, snapshot) is not None
@@ -203,7 +216,7 @@ class ActionExecutor(Confirmations):
             return None
         raw = queue.actions[queue.index]
         try:
-            (action,) = parse_action(raw)
+            action = self._parsed(raw)
         except (ProtocolError, ValueError) as exc:
             if carry is not None:
                 await self._flush(carry)
@@ -228,7 +241,7 @@ class ActionExecutor(Confirmations):
         if queue.index + 1 >= len(queue.actions):
             return None
         try:
-            (following,) = parse_action(queue.actions[queue.index + 1])
+            following = self._parsed(queue.actions[queue.index + 1])
         except (ProtocolError, ValueError):
             return None
         if isinstance(following, ExecAction) and following.codecell_id == LAST_ADDED_CELL:

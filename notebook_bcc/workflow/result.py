@@ -233,8 +233,15 @@ class Draft:
         """The :class:`Applied` result, with progress metrics refreshed (D20)."""
         from notebook_bcc.workflow.metrics import refresh_metrics
 
-        if self.snapshot is not self.original:
-            self.snapshot = follow_goals(refresh_metrics(self.snapshot))
+        snap, original = self.snapshot, self.original
+        if snap is not original and (
+            snap.location is not original.location
+            or snap.variables is not original.variables
+            or snap.problem != original.problem
+            or snap.files != original.files
+            or snap.metrics is not original.metrics
+        ):  # the metrics and the goal depend on nothing else (an action's moves skip this)
+            self.snapshot = follow_goals(refresh_metrics(snap))
         return Applied(
             snapshot=self.snapshot,
             events=self.events,
