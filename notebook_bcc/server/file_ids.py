@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,9 @@ class FileIdFollower:
         self._lock = asyncio.Lock()
         self._known: dict[str, str | None] = {}
         """File ids by workflow, as stored (read once per workflow: a check stays cheap)."""
+        self._settled: dict[str, tuple[str, tuple[int, int, int]]] = {}
+        """Per workflow, its path and the file's (inode, mtime, size) when a check last found
+        its file id there: while the file is unchanged, a check is one ``stat``."""
 
     def close(self) -> None:
         """Close the file-id database on this (the event loop's) thread; the manager's own
@@ -136,8 +140,23 @@ class FileIdFollower:
         await store.call(lambda s: set_file_id(s, workflow_id, value))
         self._known[workflow_id] = value
 
+    def _stamp(self, path: str) -> tuple[int, int, int] | None:
+        root = getattr(self.ids, "root_dir", None)
+        if not isinstance(root, str):
+            return None
+        try:
+            st = os.stat(Path(root) / path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
     async def _check_one(self, live: LiveWorkflow) -> None:
         path = live.notebook_path
+        stamp = self._stamp(path)
+        # a mv, rm or re-save changes the inode (or the file is gone): then look again
+        if stamp is not None and self._settled.get(live.workflow_id) == (path, stamp):
+            return
+        self._settled.pop(live.workflow_id, None)
         known = await self._stored(live.workflow_id)
         if known is None:
             if await self.follower.service.contents.exists(path):
@@ -145,6 +164,8 @@ class FileIdFollower:
             return
         now = self.ids.get_path(known)
         if now == path:
+            if stamp is not None:
+                self._settled[live.workflow_id] = (path, stamp)
             return
         # a freed inode can be reused by another file: follow only to this workflow's notebook
         if now is not None and await self._holds_workflow(now, live.workflow_id):
