@@ -61,7 +61,11 @@ def test_a_terminal_mv_is_followed_and_rm_pauses_the_run(tmp_path: Path) -> None
         moved = _waiting(server, "work/a.ipynb")
         deleted = _waiting(server, "work/c.ipynb")
         deadline = time.monotonic() + 30
-        while "reviewed = True" not in _sources(root / "work" / "a.ipynb"):
+        # both notebooks on disk with their cells (and so their file ids recorded), as a
+        # person sees them before typing mv / rm
+        while not all(
+            "reviewed = True" in _sources(root / "work" / name) for name in ("a.ipynb", "c.ipynb")
+        ):
             assert time.monotonic() < deadline, server.tail()
             time.sleep(0.1)
 
