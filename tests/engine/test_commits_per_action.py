@@ -1,0 +1,115 @@
+"""Issue 23: a run of code actions costs one commit each, and a command still lands between cells.
+
+The outcome of a code action (outputs, terminal contract, COMPLETE_ACTION, NEXT_ACTION) rides in
+the next code cell's RUNNING commit, which is still committed before that cell runs (D10). The
+chain ends at a commit of its own whenever a command waits for the engine, so a pause that
+arrives while a cell runs takes effect once that cell has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from notebook_bcc.engine import commands
+from notebook_bcc.engine.engine import Engine
+from notebook_bcc.models.contract import ExecutionStatus
+from notebook_bcc.models.event import WorkflowEvent
+from tests.engine.conftest import EngineHarness, finish
+
+
+def _versions_between(events: list[WorkflowEvent], first: str, last: str) -> list[int]:
+    """Distinct commit versions from the first ``first`` transition up to (not including) the
+    ``last`` transition."""
+    began = next(e.version for e in events if e.kind == "transition" and e.event == first)
+    ended = next(e.version for e in events if e.kind == "transition" and e.event == last)
+    return sorted({e.version for e in events if began < e.version < ended})
+
+
+def test_a_run_of_code_actions_costs_one_commit_each(
+    harness: EngineHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """6 code actions and a markdown one: RUNNING(1), then each code action's outcome with the
+    next one's RUNNING, the third's outcome alone (a markdown action follows), the markdown,
+    RUNNING(4), ..., the last outcome alone: 9 commits where one per action move made 13."""
+    monkeypatch.setattr(commands, "INBOX_POLL_S", 600.0)  # no inbox poll inside the chain
+
+    async def scenario() -> Engine:
+        engine = await harness.open("chain", auto_confirm=True)
+        try:
+            result = await engine.run()
+        finally:
+            await finish(engine)
+        assert result.exit_code == 0, result.snapshot.run.reason
+        return engine
+
+    engine = harness.run(scenario)
+    workflow_id = engine.snapshot.workflow_id
+    commits = _versions_between(harness.events, "START_ACTION", "COMPLETE_BEHAVIOR")
+    assert len(commits) == 9, commits
+
+    # every cell and its outputs are in the store, every contract completed
+    store = harness.store()
+    try:
+        cells = [row.cell for row in store.cells(workflow_id)]
+        contracts = store.contracts(workflow_id)
+        store.verify()
+    finally:
+        store.close()
+    code = [c for c in cells if c["cell_type"] == "code" and "x" in "".join(c["source"])]
+    assert len(code) == 6
+    assert all(c["execution_count"] for c in code)
+    printed = "".join(o.get("text", "") for o in code[-1]["outputs"])
+    assert printed.strip() == "5"
+    assert all(c.status is ExecutionStatus.COMPLETED for c in contracts), [
+        (c.execution_id, c.status) for c in contracts
+    ]
+    on_disk = json.loads(harness.notebook.read_text())
+    written = ["".join(c["source"]) for c in on_disk["cells"] if c["cell_type"] == "code"]
+    assert written[-6:] == ["".join(c["source"]) for c in code]
+
+
+def test_a_pause_while_a_cell_runs_lands_once_that_cell_ran(
+    harness: EngineHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain gives way to a waiting command: the running cell finishes and is committed,
+    the next one does not start, the run is paused; ``run`` again finishes the rest. (The
+    inbox poll, which also ends a chain, is pushed out of the way.)"""
+    monkeypatch.setattr(commands, "INBOX_POLL_S", 600.0)
+
+    async def scenario() -> None:
+        engine = await harness.open("slow", auto_confirm=True)
+        first_cell_running = asyncio.Event()
+
+        def watch(event: WorkflowEvent) -> None:
+            if event.kind == "cell" and "sleeper" in str(event.detail.get("cell_id", "")):
+                first_cell_running.set()
+
+        engine.subscribe(watch)
+        try:
+            running = asyncio.ensure_future(engine.run())
+            await first_cell_running.wait()
+            paused = await engine.command(
+                {"action": "pause", "expected_version": engine.snapshot.version}
+            )
+            assert paused.run.status == "paused"
+            result = await running
+            assert result.snapshot.run.status == "paused"
+            ran = [
+                c
+                for c in await engine.store.call(
+                    lambda s: s.contracts(engine.snapshot.workflow_id)
+                )
+                if "slept" in str(c.action_detail.get("code", ""))
+            ]
+            assert [(c.action_detail["code"], c.status) for c in ran] == [
+                ("import time; time.sleep(1.0); slept = 1", ExecutionStatus.COMPLETED)
+            ]
+            result = await engine.run()
+            assert result.exit_code == 0, result.snapshot.run.reason
+        finally:
+            await finish(engine)
+
+    harness.run(scenario)
