@@ -99,9 +99,7 @@ def test_a_pause_while_a_cell_runs_lands_once_that_cell_ran(
             assert result.snapshot.run.status == "paused"
             ran = [
                 c
-                for c in await engine.store.call(
-                    lambda s: s.contracts(engine.snapshot.workflow_id)
-                )
+                for c in await engine.store.call(lambda s: s.contracts(engine.snapshot.workflow_id))
                 if "slept" in str(c.action_detail.get("code", ""))
             ]
             assert [(c.action_detail["code"], c.status) for c in ran] == [
