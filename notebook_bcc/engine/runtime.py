@@ -97,9 +97,9 @@ class KernelRuntime:
         await self.writer.flush_async()
 
     def flush_soon(self) -> None:
-        """Write the notebook in the background (behavior boundaries): first raise
-        :class:`~notebook_bcc.kernel.errors.NotebookWriteError` if the last such write failed
-        (D1: the run then fails here, one boundary later), then start the next one."""
+        """Write the notebook in the background, within the writer's debounce (behavior
+        boundaries): first raise :class:`~notebook_bcc.kernel.errors.NotebookWriteError` if
+        the last background write failed (D1: the run then fails here)."""
         self.writer.raise_failure()
         self.writer.flush_soon()
 
