@@ -12,10 +12,12 @@ mode (``NOTEBOOK_BCC_SLOW=1``) sends >= 2,000 per endpoint.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import string
 from collections.abc import Callable
+from time import monotonic
 from typing import Any
 from urllib.parse import quote
 
@@ -25,6 +27,20 @@ from notebook_bcc.server.limits import MAX_BODY_BYTES
 from tests.conftest import SLOW
 from tests.server.conftest import Api
 from tests.server.hostile import nested, trapped_log
+
+
+async def _settled_listing(api: Api, workflow_id: str, timeout: float = 30.0) -> Any:
+    """``GET workflows`` once the workflow's run loop has stopped: it stops a moment after the
+    waiting state is committed (the final notebook write), and ``running`` says so."""
+    deadline = monotonic() + timeout
+    while True:
+        listed = await api.ok("GET", "workflows")
+        entry = next(w for w in listed["workflows"] if w["workflow_id"] == workflow_id)
+        if not entry["running"]:
+            return listed
+        assert monotonic() < deadline, f"the run loop did not stop: {entry}"
+        await asyncio.sleep(0.05)
+
 
 PER_ENDPOINT = 2_000 if SLOW else 200
 """Hostile requests per endpoint."""
@@ -151,7 +167,7 @@ async def test_no_hostile_body_gives_a_5xx_or_a_traceback_or_changes_state(
     workflow_id = started["workflow_id"]
     before = await api.wait(workflow_id, lambda s: bool(s["run"]["pending"]))
     version = before["version"]
-    listed = await api.ok("GET", "workflows")
+    listed = await _settled_listing(api, workflow_id)
 
     def no_current_version(raw: bytes) -> bytes:
         """Never the one command that would apply: a valid shape with the current version."""
