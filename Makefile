@@ -35,8 +35,14 @@ typecheck: install
 test-ts: install
 	cd labextension && PATH=$(abspath $(BIN)):$$PATH jlpm test
 
+# Two pytest-xdist workers; --dist loadfile keeps each test file on one worker, so a module's
+# server, kernel or browser fixture starts once, as in a serial run. --no-loadscope-reorder
+# keeps the order tests/conftest.py gives (longest files first) instead of xdist's
+# most-tests-first, which left the few-test, minutes-long files for the end.
+# PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= 2
 pytest: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint typecheck test-ts pytest
 

@@ -105,6 +105,43 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line(line)
 
 
+LONG_FILES = (
+    "tests/browser/test_coediting.py",
+    "tests/durability/test_crash_suite.py",
+    "tests/server/test_server_crash_chain.py",
+    "tests/cli/test_run_ci_cli.py",
+    "tests/browser/test_panel_actions.py",
+    "tests/journeys/test_decisions.py",
+    "tests/journeys/test_readme.py",
+    "tests/cli/test_run_planners_cli.py",
+    "tests/engine/test_lost_state.py",
+    "tests/cli/test_run_cli.py",
+    "tests/server/test_restart.py",
+    "tests/browser/test_panel_views.py",
+    "tests/server/test_server_crash.py",
+    "tests/browser/test_workflows_list.py",
+    "tests/browser/test_panel_words.py",
+    "tests/server/test_workflows.py",
+    "tests/durability/test_interruptions.py",
+    "tests/blueprint/test_yaml_guard.py",
+    "tests/examples/test_housing_ai.py",
+)
+"""The test files that take longest (>= 40 s each, measured on two xdist workers), longest
+first. Under pytest-xdist (``make pytest``: ``--dist loadfile --no-loadscope-reorder``) each
+worker collects them first, so the workers start on the long files and finish on short ones
+instead of one worker running a minutes-long file alone at the end. A stale list costs time,
+never a test: only the order changes (a file's tests stay together, in their own order)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under an xdist worker, move the :data:`LONG_FILES` to the front (a stable sort, the
+    same on every worker); a plain ``pytest`` keeps the collection order."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {name: index for index, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Apply the ``notebook_bcc_requires`` marks of a test (and its module)."""
     for mark in item.iter_markers(name="notebook_bcc_requires"):
