@@ -206,8 +206,16 @@ class NotebookWriter:
         """Make sure a write comes within the debounce, without waiting for it (behavior
         boundaries): the caller goes on; a failure is kept for :meth:`raise_failure`. Writing
         at every boundary would cost the run O(cells) per behavior; the store holds every
-        cell already (D10), the file follows within ``debounce`` seconds."""
-        self._schedule()
+        cell already (D10), the file follows within ``debounce`` seconds. A writer with no
+        debounced writes (``debounce < 0``) writes now, in the background."""
+        if self.debounce >= 0:
+            self._schedule()
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._fire()
 
     def raise_failure(self) -> None:
         """Raise :class:`NotebookWriteError` when the last background write failed."""

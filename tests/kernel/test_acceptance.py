@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from notebook_bcc.kernel import criterion_problem, evaluate_criteria
+from notebook_bcc.kernel import ProbeConfig, criterion_problem, evaluate_criteria
+from notebook_bcc.kernel.checks import behavior_checks
 from notebook_bcc.protocol.action_models import AddAction, ExecAction
 from tests.kernel.conftest import KernelHarness, path
 
@@ -72,3 +73,28 @@ def test_runner_acceptance_is_the_same_evaluation(kh: KernelHarness) -> None:
     runner, _ = kh.runner()
     results = kh.run(runner.acceptance(["rows == 506"]))
     assert results["rows == 506"].status == "passed"
+
+
+def test_probe_and_criteria_in_one_request_each_answered_on_its_own(kh: KernelHarness) -> None:
+    """The behavior boundary's one silent request: the variables report and every criterion,
+    a hanging one interrupted alone (the probe before it and the criterion after it answer)."""
+    report, results = kh.run(
+        behavior_checks(
+            kh.session,
+            ["rows", "not_there"],
+            ["rows > 1", "slow()", "rmse > 0", "undefined_name"],
+            ProbeConfig(timeout=1.0),
+            timeout=1.0,
+        )
+    )
+    assert report.error is None
+    assert report.variables["rows"].type == "int"
+    assert report.present == {"rows": "variable", "not_there": None}
+    assert [(c, r.status) for c, r in results.items()] == [
+        ("rows > 1", "passed"),
+        ("slow()", "error"),
+        ("rmse > 0", "passed"),
+        ("undefined_name", "error"),
+    ]
+    assert "timed out" in (results["slow()"].message or "")
+    assert "NameError" in (results["undefined_name"].message or "")
