@@ -29,6 +29,22 @@ class Carried:
     kinds: frozenset[str] = frozenset()
     """Commit kinds of what is carried (the previous code action's ``contract_terminal``)."""
 
+    def then(self, later: Carried) -> Carried:
+        """What is carried, followed by ``later`` (whose snapshot is the newer one)."""
+        return Carried(
+            later.snapshot,
+            [*self.records, *later.records],
+            [*self.contracts, *later.contracts],
+            [*self.cells, *later.cells],
+            [*self.warnings, *later.warnings],
+            self.kinds | later.kinds,
+        )
+
+    @staticmethod
+    def nothing(snapshot: WorkflowSnapshot) -> Carried:
+        """Nothing carried yet, at ``snapshot``."""
+        return Carried(snapshot, [], [], [], [])
+
 
 def cell_source(cell: Any) -> str:
     """A cell's source as one string."""

@@ -145,14 +145,15 @@ class ActionExecutor(Confirmations):
             snapshot = moved.snapshot
             extra = list(moved.records)
             moved_on = True
-        before = ahead or Carried(snapshot, [], [], [], [])
-        outcome = Carried(
-            snapshot,
-            [*before.records, *records, *applied.records, *extra],
-            [*before.contracts, *contracts],
-            [*before.cells, *self.engine.runtime.collector.drain()],
-            [*before.warnings, *applied.warnings],
-            before.kinds | kinds,
+        outcome = (ahead or Carried.nothing(snapshot)).then(
+            Carried(
+                snapshot,
+                [*records, *applied.records, *extra],
+                contracts,
+                self.engine.runtime.collector.drain(),
+                list(applied.warnings),
+                kinds,
+            )
         )
         if chain and moved_on and self._may_chain(snapshot):
             return outcome
@@ -284,18 +285,19 @@ class ActionExecutor(Confirmations):
             snap = with_queue(snap, sections_added=snap.action_queue.sections_added + 1)
         applied = complete_action(snap, effects=effects, options=engine.client_options())
         after = notebook_summary(self.engine.runtime.document, applied.snapshot, None)
-        ahead = incoming or Carried(base, [], [], [], [])
         if following is not None and not outcome.refused:
             queue = after.action_queue
             if after.fsm.state is State.ACTION_COMPLETED and queue.index < len(queue.actions):
                 moved = navigate(after, options=engine.client_options())
-                carry = Carried(
-                    moved.snapshot,
-                    [*ahead.records, *records, *applied.records, *moved.records],
-                    [*ahead.contracts, done],
-                    [*ahead.cells, *engine.runtime.collector.drain()],
-                    [*ahead.warnings, *applied.warnings],
-                    ahead.kinds | {"action"},
+                carry = (incoming or Carried.nothing(base)).then(
+                    Carried(
+                        moved.snapshot,
+                        [*records, *applied.records, *moved.records],
+                        [done],
+                        engine.runtime.collector.drain(),
+                        list(applied.warnings),
+                        frozenset({"action"}),
+                    )
                 )
                 path = self.path(queue.index, snapshot=moved.snapshot)
                 return await self._exec(following, path, carry=carry, chain=True)
