@@ -33,6 +33,11 @@ def _sql(state_db: Path, *statements: str) -> None:
         db.commit()
 
 
+def _value(state_db: Path, table: str, column: str, where: str) -> object:
+    with contextlib.closing(sqlite3.connect(state_db)) as db:
+        return db.execute(f"SELECT {column} FROM {table} WHERE {where}").fetchone()[0]
+
+
 def _refused(state_db: Path, capsys: Capsys, fragment: str, *flags: str) -> str:
     code, out, err = trace(state_db, capsys, "--verify", *flags)
     assert code == 1, (out, err)
@@ -92,11 +97,16 @@ MUTABLE_EDITS = [("contracts", c) for c in CONTRACT_COLUMNS if c != "execution_i
 def test_an_edit_of_contracts_or_cells_is_caught(
     state_db: Path, capsys: Capsys, table: str, column: str
 ) -> None:
+    # A REAL column (contracts.updated_at) gets a number added: text appended to one is
+    # converted back to REAL and, when the 16th digit was already a "1", to the same value.
+    row = f"rowid = (SELECT rowid FROM {table} ORDER BY rowid LIMIT 1 OFFSET 1)"
+    before = _value(state_db, table, column, row)
     _sql(
         state_db,
-        f"UPDATE {table} SET {column} = COALESCE({column}, '') || '1'"
-        f" WHERE rowid = (SELECT rowid FROM {table} ORDER BY rowid LIMIT 1 OFFSET 1)",
+        f"UPDATE {table} SET {column} = CASE WHEN typeof({column}) IN ('real', 'integer')"
+        f" THEN {column} + 1 ELSE COALESCE({column}, '') || '1' END WHERE {row}",
     )
+    assert _value(state_db, table, column, row) != before
     _refused(state_db, capsys, f"{table} row ")
     _refused(state_db, capsys, "was edited after it was written")
 
