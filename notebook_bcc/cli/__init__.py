@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from notebook_bcc import __version__
+from notebook_bcc.cli.deferred_imports import defer_iri_grammar
 
 COMMAND_MODULES: tuple[str, ...] = (
     "notebook_bcc.cli.run_cmd",
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse arguments and run the chosen handler; returns the exit code."""
+    defer_iri_grammar()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
