@@ -40,6 +40,7 @@ from notebook_bcc.kernel.session_types import (
     reply_status,
 )
 from notebook_bcc.kernel.silent import SilentRequests
+from notebook_bcc.kernel.wire import use_fast_dates
 from notebook_bcc.models.base import utc_now_iso
 
 START_ATTEMPTS = 3
@@ -233,6 +234,7 @@ class KernelSession(SilentRequests):
         )
         client.output_listener = self._on_output
         await client.async_start_new_kernel_client()
+        use_fast_dates(kernel_client_of(client).session)
         self._client = client
         self._dead = False
         reply = await self._shell_request(
