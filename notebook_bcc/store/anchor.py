@@ -116,14 +116,22 @@ class ChainWriter:
         self._db = db
         self._tips: dict[str, tuple[int, str]] = {}
         self._rows: dict[str, list[tuple[Any, ...]]] = {}
+        self._heads: dict[str, tuple[int, str]] | None = None
 
     def _tip(self, table: str) -> tuple[int, str]:
         tip = self._tips.get(table)
         if tip is not None:
             return tip
-        anchored = head(self._db, table)
+        if self._heads is None:  # every chain's head in one read, at the first row
+            self._heads = {
+                str(chain): (int(last_seq), str(digest))
+                for chain, last_seq, digest in self._db.execute(
+                    "SELECT chain, last_seq, head_hash FROM chain_heads"
+                )
+            }
+        anchored = self._heads.get(table)
         if anchored is not None:
-            return anchored[1], anchored[2]
+            return anchored
         last = self._db.execute(
             f"SELECT seq, hash FROM {table} ORDER BY seq DESC LIMIT 1"
         ).fetchone()
@@ -149,7 +157,8 @@ class ChainWriter:
         self.append(log, (workflow_id, row_key, state_digest(stored)))
 
     def flush(self) -> None:
-        """Insert the queued rows and advance each chain's head."""
+        """Insert the queued rows and advance each chain's head (one statement for all)."""
+        heads: list[tuple[str, int, int, str]] = []
         for table, rows in self._rows.items():
             columns = CHAINED_TABLES[table]
             marks = ", ".join("?" for _ in range(len(columns) + 2))
@@ -158,13 +167,16 @@ class ChainWriter:
                 rows,
             )
             last_seq, digest = self._tips[table]
-            self._db.execute(
+            heads.append((table, len(rows), last_seq, digest))
+        if heads:
+            self._db.executemany(
                 "INSERT INTO chain_heads (chain, rows, last_seq, head_hash) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT(chain) DO UPDATE SET rows = chain_heads.rows + excluded.rows,"
                 " last_seq = excluded.last_seq, head_hash = excluded.head_hash",
-                (table, len(rows), last_seq, digest),
+                heads,
             )
         self._rows.clear()
+        self._heads = None
 
 
 def backfill(db: sqlite3.Connection) -> None:
