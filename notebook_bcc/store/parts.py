@@ -38,8 +38,11 @@ LIST_PATHS: tuple[Path, ...] = (
     ("location", "progress", "behaviors", "remaining"),
     ("fsm", "history"),
     ("effects", "history"),
+    ("action_queue", "actions"),
 )
-"""Lists kept as item rows (appended at the end, dropped from the front)."""
+"""Lists kept as item rows (appended at the end, dropped from the front). The current
+behavior's queued actions are among them: they change once a behavior, while the queue's
+cursor moves at every action."""
 
 MAP_PATHS: tuple[Path, ...] = (
     ("acceptance",),
@@ -103,6 +106,8 @@ def _strip(model: BaseModel, paths: list[Path]) -> BaseModel:
 
 
 _MISSING = object()
+_REWRITE: list[Any] = []
+"""A layout's stored list when its rows are not known to match: rewrite them all."""
 _MAP_LEAVES = frozenset(path[-1] for path in MAP_PATHS)
 _BY_PART: dict[str, list[Path]] = {}
 for _path in SPLIT:
@@ -219,6 +224,11 @@ def _write_list(
 ) -> tuple[int, list[Any]]:
     key = ".".join(path)
     first, old = stored if stored is not None else (0, [])
+    if old is _REWRITE:
+        rows.drop(key)
+        for offset, item in enumerate(items):
+            rows.put(key, first + offset, None, item)
+        return first, items
     if items is old or items == old:
         return first, old
     dropped = _dropped_front(old, items)
@@ -298,17 +308,25 @@ def read_layout(db: sqlite3.Connection, workflow_id: str, snapshot: WorkflowSnap
     firsts: dict[str, int] = {}
     seqs: dict[str, dict[str, int]] = {}
     top: dict[str, int] = {}
+    counts: dict[str, int] = {}
     for key, seq, item_key in db.execute(
         "SELECT path, seq, item_key FROM snapshot_items WHERE workflow_id = ? ORDER BY path, seq",
         (workflow_id,),
     ):
         firsts.setdefault(key, seq)
         top[key] = seq + 1
+        counts[key] = counts.get(key, 0) + 1
         if item_key is not None:
             seqs.setdefault(key, {})[item_key] = seq
     for path in LIST_PATHS:
         key = ".".join(path)
-        layout.lists[path] = (firsts.get(key, 0), list(_get(snapshot, path)))
+        view = list(_get(snapshot, path))
+        if counts.get(key, 0) != len(view):
+            # Items held in the part itself (written before this list was split out), or
+            # rows and view disagree: the next write rewrites the list as rows.
+            layout.lists[path] = (top.get(key, 0), _REWRITE)
+            continue
+        layout.lists[path] = (firsts.get(key, 0), view)
     for path in MAP_PATHS:
         key = ".".join(path)
         values = dict(_get(snapshot, path))

@@ -74,11 +74,29 @@ def _step(snap: WorkflowSnapshot, op: str, n: int) -> WorkflowSnapshot:
         visits = {f"s{n % 5}": n, **snap.stage_machine.visits}
         machine = snap.stage_machine.model_copy(update={"visits": visits})
         return snap.model_copy(update={"usage": usage, "stage_machine": machine})
+    if op == "queue":
+        actions = [{"action": "add", "source": f"x = {n + i}"} for i in range(n % 4)]
+        queue = snap.action_queue.model_copy(update={"actions": actions, "index": 0})
+        return snap.model_copy(update={"action_queue": queue})
+    if op == "advance":
+        queue = snap.action_queue.model_copy(update={"index": snap.action_queue.index + 1})
+        return snap.model_copy(update={"action_queue": queue})
     return snap.model_copy(update={"problem": f"problem {n}"})
 
 
 OPS = st.sampled_from(
-    ["complete", "plan", "rewrite", "history", "accept", "usage", "forget", "problem"]
+    [
+        "complete",
+        "plan",
+        "rewrite",
+        "history",
+        "accept",
+        "usage",
+        "forget",
+        "problem",
+        "queue",
+        "advance",
+    ]
 )
 
 
@@ -174,3 +192,62 @@ def test_a_moved_notebook_is_rekeyed_in_the_parts(tmp_path: Path) -> None:
         assert store.load("wf") == after
     finally:
         store.close()
+
+
+def _queued(snap: WorkflowSnapshot, count: int) -> WorkflowSnapshot:
+    actions = [{"action": "add", "content": f"x = {i}" + " " * 200} for i in range(count)]
+    queue = snap.action_queue.model_copy(update={"actions": actions, "index": 0})
+    return snap.model_copy(update={"action_queue": queue})
+
+
+def test_moving_the_queue_cursor_writes_no_queued_action(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "state.sqlite")
+    try:
+        snap = store.create(new_snapshot("wf", "r", notebook_path="n.ipynb"))
+        snap = store.commit(Commit(_queued(snap, 10), snap.version)).snapshot
+        assert store.last_write.rows == 10  # its ten actions (the rest of the queue is as it was)
+        for _ in range(5):
+            snap = store.commit(Commit(_step(snap, "advance", 0), snap.version)).snapshot
+            assert store.last_write.rows == 1
+            assert store.last_write.bytes < 300
+        assert store.load("wf") == snap
+        assert len(store.load("wf").action_queue.actions) == 10
+    finally:
+        store.close()
+
+
+def test_queued_actions_stored_inside_the_queue_part_are_kept_and_moved_to_rows(
+    tmp_path: Path,
+) -> None:
+    """A database written while the actions lived in the ``action_queue`` part itself."""
+    path = tmp_path / "state.sqlite"
+    store = SqliteStore(path)
+    snap = store.create(_queued(new_snapshot("wf", "r", notebook_path="n.ipynb"), 3))
+    store.close()
+    raw = sqlite3.connect(path)
+    raw.execute(
+        "UPDATE snapshot_parts SET body = ? WHERE part = 'action_queue'",
+        (snap.model_dump_json(by_alias=True, include={"action_queue"}),),
+    )
+    raw.execute("DELETE FROM snapshot_items WHERE path = 'action_queue.actions'")
+    raw.commit()
+    raw.close()
+    for _ in range(2):  # the first commit moves the actions to rows, the second finds them
+        store = SqliteStore(path)
+        try:
+            assert store.load("wf") == snap
+            snap = store.commit(Commit(_step(snap, "advance", 0), snap.version)).snapshot
+            assert store.load("wf") == snap
+            assert len(snap.action_queue.actions) == 3
+        finally:
+            store.close()
+    raw = sqlite3.connect(path)
+    try:
+        rows = raw.execute(
+            "SELECT COUNT(*) FROM snapshot_items WHERE path = 'action_queue.actions'"
+        ).fetchone()[0]
+        body = raw.execute("SELECT body FROM snapshot_parts WHERE part = 'action_queue'").fetchone()
+    finally:
+        raw.close()
+    assert rows == 3
+    assert "x = 0" not in body[0]
