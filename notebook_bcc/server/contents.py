@@ -209,6 +209,10 @@ class Contents:
         model = await self._call(path, lambda: self.manager.get(path, content=False))
         return _stamp(model)
 
+    async def delete_file(self, path: str) -> None:
+        """Delete a file through the contents manager (its trash policy applies; no event)."""
+        await self._call(path, lambda: self.manager.delete_file(path))
+
     async def save_notebook(self, path: str, content: dict[str, Any]) -> Stamp:
         """Save a notebook's JSON content; returns the stamp of the version written."""
         body = {"type": "notebook", "format": "json", "content": content}

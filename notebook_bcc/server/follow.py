@@ -110,7 +110,7 @@ class NotebookFollower:
         """``path`` (a notebook or a folder) is gone: its workflows pause and let go of it."""
         for writer in self._writers():
             if under(writer.api_path, path):
-                writer.gone = True
+                writer.deleted()
         store = await self.service.start()
         await store.call(lambda s: s.move_notebook(path, None))
         for live in self.service.live_workflows():

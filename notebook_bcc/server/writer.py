@@ -19,7 +19,7 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from time import monotonic
@@ -105,6 +105,9 @@ class ContentsNotebookWriter(NotebookWriter):
         self._placed_at: dict[str, float] = {}
         """When each cell first reached the file (epoch seconds, the file's clock)."""
         self._pending: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {}
+        self._saved_at: tuple[str, Stamp] | None = None
+        """Where the last save went and the version it wrote there."""
+        self._reclaims: set[asyncio.Task[None]] = set()
 
     # -- changes --------------------------------------------------------------------------
 
@@ -119,9 +122,52 @@ class ContentsNotebookWriter(NotebookWriter):
         super().metadata_changed(metadata)
 
     def rename(self, api_path: str) -> None:
-        """The notebook was renamed or moved: write to ``api_path`` from now on."""
+        """The notebook was renamed or moved: write to ``api_path`` from now on.
+
+        A write under way when the file moved may still land at the old path and so recreate
+        the old notebook; :meth:`_reclaim` takes that file back once the write is done.
+        """
+        old = self.api_path
         self.api_path = api_path
         self.path = Path(api_path)
+        if old != api_path:
+            self._spawn(self._reclaim(old, rewrite=True))
+
+    def deleted(self) -> None:
+        """The notebook was deleted: write nothing more (and take back a write under way)."""
+        self.gone = True
+        self._spawn(self._reclaim(self.api_path, rewrite=False))
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(coroutine)
+        except RuntimeError:
+            coroutine.close()
+            return
+        self._reclaims.add(task)
+        task.add_done_callback(self._reclaims.discard)
+
+    async def _reclaim(self, old: str, *, rewrite: bool) -> None:
+        """Once no write is in flight: a file at ``old`` that is exactly the version this
+        writer saved there was written after the user moved or deleted the notebook (a move
+        or delete takes the user's file away, so nobody else wrote that version); remove it,
+        and (after a move) write the cells where the notebook is now."""
+        await self.settled()
+        saved = self._saved_at
+        if saved is None or saved[0] != old:
+            return
+        try:
+            if await self.contents.stamp(old) != saved[1]:
+                return
+            await self.contents.delete_file(old)
+        except ContentsError as exc:
+            log.warning("notebook-bcc: could not take back %s: %s", old, exc.message)
+            return
+        self._saved_at = None
+        log.info("notebook-bcc: removed %s, written by the workflow after it had moved", old)
+        if rewrite and not self.gone:
+            self._metadata_dirty = True  # the new path lacks that write: write it there
+            self.flush_soon()
 
     # -- where a write goes ---------------------------------------------------------------
 
@@ -384,13 +430,15 @@ class ContentsNotebookWriter(NotebookWriter):
             content: dict[str, Any] = json.loads(text)
             if await self._current_stamp() != before:
                 continue  # saved by someone else while we merged: merge again
+            target = self.api_path
             try:
-                saved = await self.contents.save_notebook(self.api_path, content)
+                saved = await self.contents.save_notebook(target, content)
             except ContentsError as exc:
                 raise NotebookWriteError(
-                    f"could not save {self.api_path}: {exc.message}",
-                    details={"path": self.api_path, "status": exc.status},
+                    f"could not save {target}: {exc.message}",
+                    details={"path": target, "status": exc.status},
                 ) from exc
+            self._saved_at = (target, saved)
             stamp = _writer_stamp(saved)
             assert stamp is not None
             outcome.stamp = stamp

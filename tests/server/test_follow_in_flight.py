@@ -1,0 +1,154 @@
+"""A rename or delete that lands while the workflow's notebook write is under way.
+
+The contents manager moves the file on the server's loop while the writer's save of the old
+path is in flight (its file I/O runs on a worker thread); that save then lands at the old
+path and recreates the notebook the user just moved or deleted. Here the save is held at the
+moment it reaches the real contents manager, the user's rename or delete goes through the
+contents API, and the save is let go: the old path must end up free, and after a rename the
+renamed notebook must hold every workflow cell once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from notebook_bcc.server.app import NotebookBccApp
+from notebook_bcc.server.writer import ContentsNotebookWriter
+from tests.server.conftest import Api
+from tests.server.test_coedit import cells_on_disk, until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class HeldSave:
+    """Holds the writer's next save just before it reaches the contents manager."""
+
+    def __init__(self, writer: ContentsNotebookWriter) -> None:
+        self.reached = asyncio.Event()
+        self.release = asyncio.Event()
+        self.landed = asyncio.Event()
+        self.hand_back = asyncio.Event()
+        """Set by a test that holds the save also after it landed (the writer still busy)."""
+        self.hand_back.set()
+        self.paths: list[str] = []
+        real = writer.contents.save_notebook
+
+        async def held(path: str, content: dict[str, Any]) -> Any:
+            self.paths.append(path)
+            if len(self.paths) > 1:
+                return await real(path, content)
+            self.reached.set()
+            await self.release.wait()
+            stamp = await real(path, content)
+            self.landed.set()
+            await self.hand_back.wait()
+            return stamp
+
+        writer.contents.save_notebook = held  # type: ignore[method-assign]
+
+
+async def _waiting_with_a_save_in_flight(
+    api: Api, bcc_app: NotebookBccApp, root: Path
+) -> tuple[str, ContentsNotebookWriter, HeldSave, asyncio.Future[Any]]:
+    started = await api.start("first.ipynb", "blueprints/confirm.yaml")
+    workflow_id = started["workflow_id"]
+    await api.wait_status(workflow_id, "waiting")
+    live = bcc_app.service.live(workflow_id)
+    assert live is not None
+    writer = live.engine.runtime.writer
+    assert isinstance(writer, ContentsNotebookWriter)
+    await until(lambda: "reviewed = True" in (root / "first.ipynb").read_text(), "the cells")
+    await writer.settled()
+    held = HeldSave(writer)
+    writer.metadata_changed(writer.document.nb.metadata)  # something to write again
+    flush = asyncio.ensure_future(writer.flush_async())
+    await asyncio.wait_for(held.reached.wait(), 30)
+    assert held.paths == ["first.ipynb"]
+    return workflow_id, writer, held, flush
+
+
+def _sources(path: Path) -> list[str]:
+    return ["".join(cell["source"]) for cell in cells_on_disk(path)]
+
+
+async def test_a_rename_during_a_write_leaves_the_old_name_free_and_the_new_one_whole(
+    api: Api, bcc_app: NotebookBccApp, root: Path, jp_fetch: Any
+) -> None:
+    workflow_id, writer, held, flush = await _waiting_with_a_save_in_flight(api, bcc_app, root)
+    await jp_fetch(
+        "api", "contents", "first.ipynb", method="PATCH", body=json.dumps({"path": "second.ipynb"})
+    )
+    assert writer.api_path == "second.ipynb"
+    held.release.set()
+    await flush
+    # the held save went where it was headed (the old path) and recreated it...
+    assert held.paths[0] == "first.ipynb"
+    # ... and is taken back, its cells written where the notebook is now
+    await until(lambda: not (root / "first.ipynb").exists(), "the old name to be free again")
+    await until(lambda: held.paths[-1] == "second.ipynb", "a write to the new name")
+    await writer.settled()
+    sources = _sources(root / "second.ipynb")
+    assert sum("reviewed = True" in s for s in sources) == 1, sources
+    moved = await api.wait(workflow_id, lambda s: s["notebook_path"] == "second.ipynb")
+    assert moved["run"]["status"] == "waiting"
+
+    code, answer = await api.command(
+        workflow_id,
+        decide=moved["run"]["pending"][0]["id"],
+        decision="approve",
+        expected_version=moved["version"],
+    )
+    assert code == 200, answer
+    await api.wait_status(workflow_id, "completed")
+    await until(lambda: "after = True" in (root / "second.ipynb").read_text(), "the last cell")
+    assert not (root / "first.ipynb").exists()
+
+
+async def test_a_delete_during_a_write_leaves_the_notebook_deleted(
+    api: Api, bcc_app: NotebookBccApp, root: Path, jp_fetch: Any
+) -> None:
+    workflow_id, writer, held, flush = await _waiting_with_a_save_in_flight(api, bcc_app, root)
+    await jp_fetch("api", "contents", "first.ipynb", method="DELETE")
+    assert writer.gone
+    held.release.set()
+    await flush
+    await until(lambda: not (root / "first.ipynb").exists(), "the deleted notebook to stay gone")
+    paused = await api.wait_status(workflow_id, "paused")
+    assert "deleted" in (paused["run"]["reason"] or "")
+    assert held.paths == ["first.ipynb"]
+
+
+async def test_a_notebook_the_user_puts_at_the_old_name_is_never_taken(
+    api: Api, bcc_app: NotebookBccApp, root: Path, jp_fetch: Any
+) -> None:
+    """The writer removes only the very version it saved; the user's own file stays."""
+    workflow_id, writer, held, flush = await _waiting_with_a_save_in_flight(api, bcc_app, root)
+    held.hand_back.clear()
+    await jp_fetch(
+        "api", "contents", "first.ipynb", method="PATCH", body=json.dumps({"path": "second.ipynb"})
+    )
+    held.release.set()
+    await asyncio.wait_for(held.landed.wait(), 30)
+    # the held save landed at the old name; before the writer looks at it again, the user
+    # saves a notebook of their own there
+    mine = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    await jp_fetch(
+        "api",
+        "contents",
+        "first.ipynb",
+        method="PUT",
+        body=json.dumps({"type": "notebook", "format": "json", "content": mine}),
+    )
+    held.hand_back.set()
+    await flush
+    await writer.settled()
+    await until(lambda: not writer._reclaims, "the writer to have looked at the old name")
+    assert (root / "first.ipynb").exists()
+    assert cells_on_disk(root / "first.ipynb") == []
+    moved = await api.wait(workflow_id, lambda s: s["notebook_path"] == "second.ipynb")
+    assert moved["run"]["status"] == "waiting"
