@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
@@ -130,8 +129,6 @@ class Committer(_Rooms):
             | ({"transition"} if history else frozenset())
             | ({"cell"} if cells else frozenset())
         )
-        if before.run.status == "running" and snapshot.run.status != "running":
-            await self._write_notebook_before_stop()
         open_ids = {c.execution_id for c in contracts}
         if contracts:
             kept = [c for c in snapshot.open_contracts if c.execution_id not in open_ids]
@@ -157,16 +154,6 @@ class Committer(_Rooms):
         self.metrics_commit_ms = (monotonic() - now) * 1000
         self._publish(result.events)
         return self.snapshot
-
-    async def _write_notebook_before_stop(self) -> None:
-        """The run is about to say it stopped (waiting, paused, completed, failed...): write
-        the notebook first, so that whoever acts on that status (reads the file, renames it,
-        opens it) finds every cell there. The run's end writes it once more, with the
-        anchor, and that write's failure is the one reported (D1)."""
-        try:
-            await self.runtime.flush()
-        except NotebookWriteError as exc:
-            log.warning("notebook-bcc: the notebook was not written before the stop: %s", exc)
 
     async def commit_applied(
         self,
