@@ -22,7 +22,16 @@ file id is now:
   new id). The file at the workflow's path decides: when it carries this workflow's id in
   ``metadata.notebook_bcc.workflow_id`` it is the notebook, and the workflow takes its new
   file id; otherwise (no file, or another notebook created under the old name) the notebook
-  is gone and the run pauses (:meth:`NotebookFollower.deleted`).
+  is gone and the run pauses (:meth:`NotebookFollower.deleted`) -- but only when it is still
+  gone :data:`GONE_AFTER` seconds after a check first missed it. A rename or move through
+  Jupyter moves the file on a worker thread and announces it afterwards: a check landing in
+  between sees no file at the old path yet no event, and pausing then would call a moved
+  notebook deleted. The announcement re-keys the workflow within that grace; a re-check is
+  scheduled for its end, so a terminal ``rm`` pauses the run without anyone looking.
+
+A check never concludes from a path the workflow has left meanwhile (a contents event may
+re-key it while the check waits on the store or the disk), nor calls the notebook deleted when
+its file id points at a file whose owner cannot be told yet.
 
 After each of its own writes the workflow records the file id of what it wrote, so a terminal
 ``mv`` right after a workflow save is found by inode.
@@ -33,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +61,10 @@ log = logging.getLogger(__name__)
 DB_NAME = "notebook_bcc_file_ids.db"
 """The file-id database's name, beside the store."""
 
+GONE_AFTER = 1.0
+"""Seconds a notebook must stay missing (its file id nowhere) before its run pauses: longer
+than a rename through Jupyter takes to be announced after the file moved."""
+
 
 def local_file_ids(root_dir: str, db_path: Path) -> Any | None:
     """A jupyter-server-fileid ``LocalFileIdManager`` on ``root_dir`` (None when the package
@@ -65,10 +79,36 @@ def local_file_ids(root_dir: str, db_path: Path) -> Any | None:
         return None
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        return LocalFileIdManager(root_dir=str(Path(root_dir).resolve()), db_path=str(db_path))
+        manager = _kind_checked(LocalFileIdManager)
+        return manager(root_dir=str(Path(root_dir).resolve()), db_path=str(db_path))
     except Exception as exc:
         log.warning("notebook-bcc: no file ids (%s): renames outside Jupyter are not followed", exc)
         return None
+
+
+def _kind_checked(base: type) -> type:
+    """``base`` whose crawl never takes a folder for a file it indexed (or the reverse).
+
+    Where a file system gives no creation time (Linux), the manager matches a file seen in a
+    crawl to its records by inode alone. An inode freed by a deleted file -- every save by
+    rename frees one -- is soon reused, often by the next folder made: the manager then takes
+    that new folder for the old file "moved", records it under the folder's path and never
+    looks inside it, so a notebook moved into a new folder has no path by its id. A file does
+    not turn into a folder, so a record whose kind differs from the entry's is dropped first:
+    the folder is then indexed as new and its contents crawled.
+    """
+
+    class KindCheckedFileIdManager(base):  # type: ignore[misc]
+        def _sync_file(self, path: str, stat_info: Any) -> Any:
+            if not stat_info.is_symlink:
+                row = self.con.execute(
+                    "SELECT id, is_dir FROM Files WHERE ino = ?", (stat_info.ino,)
+                ).fetchone()
+                if row is not None and bool(row[1]) != bool(stat_info.is_dir):
+                    self.con.execute("DELETE FROM Files WHERE id = ?", (row[0],))
+            return super()._sync_file(path, stat_info)
+
+    return KindCheckedFileIdManager
 
 
 class FileIdFollower:
@@ -83,10 +123,19 @@ class FileIdFollower:
         self._settled: dict[str, tuple[str, tuple[int, int, int]]] = {}
         """Per workflow, its path and the file's (inode, mtime, size) when a check last found
         its file id there: while the file is unchanged, a check is one ``stat``."""
+        self._missing: dict[str, tuple[str, float]] = {}
+        """Per workflow, the path and the (monotonic) time a check first found it gone."""
+        self._recheck: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
         """Close the file-id database on this (the event loop's) thread; the manager's own
         ``__del__`` would close it on whichever thread collects it, which SQLite refuses."""
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
+        for task in list(self._tasks):
+            task.cancel()
         con = getattr(self.ids, "con", None)
         if con is None:
             return
@@ -164,25 +213,65 @@ class FileIdFollower:
             return
         now = self.ids.get_path(known)
         if now == path:
+            self._missing.pop(live.workflow_id, None)
             if stamp is not None:
                 self._settled[live.workflow_id] = (path, stamp)
             return
-        # a freed inode can be reused by another file: follow only to this workflow's notebook
-        if now is not None and await self._holds_workflow(now, live.workflow_id):
-            log.info("notebook-bcc: %s was moved outside Jupyter to %s", path, now)
-            await self.follower.renamed(path, now)
-            return
+        if now is not None:
+            # a freed inode can be reused by another file: follow only to this workflow's
+            # notebook, and decide nothing while the file there cannot tell whose it is
+            moved = await self._holds_workflow(now, live.workflow_id)
+            if moved is None or live.notebook_path != path:
+                return
+            if moved:
+                self._missing.pop(live.workflow_id, None)
+                log.info("notebook-bcc: %s was moved outside Jupyter to %s", path, now)
+                await self.follower.renamed(path, now)
+                return
         mine = await self._holds_workflow(path, live.workflow_id)
-        if mine is None:
-            return  # unreadable right now (mid-write): decide at the next check
+        if mine is None or live.notebook_path != path:
+            return  # unreadable right now (mid-write), or re-keyed meanwhile: check again later
         if mine:
+            self._missing.pop(live.workflow_id, None)
             await self._record(live.workflow_id, self.ids.index(path))
+            return
+        if not self._gone_long_enough(live.workflow_id, path):
             return
         log.info("notebook-bcc: %s is gone (its file id is nowhere under the root)", path)
         store = await self.follower.service.start()
         await store.call(lambda s: set_file_id(s, live.workflow_id, None))
         self._known[live.workflow_id] = None
+        self._missing.pop(live.workflow_id, None)
         await self.follower.deleted(path)
+
+    def _gone_long_enough(self, workflow_id: str, path: str) -> bool:
+        """Whether ``path`` was already missing :data:`GONE_AFTER` seconds ago; the first miss
+        is remembered and a re-check scheduled for when the grace ends."""
+        now = time.monotonic()
+        first = self._missing.get(workflow_id)
+        if first is None or first[0] != path:
+            self._missing[workflow_id] = (path, now)
+            self._schedule_recheck(GONE_AFTER)
+            return False
+        waited = now - first[1]
+        if waited < GONE_AFTER:
+            self._schedule_recheck(GONE_AFTER - waited)
+            return False
+        return True
+
+    def _schedule_recheck(self, delay: float) -> None:
+        if self._recheck is not None:
+            return
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._recheck = None
+            task = asyncio.ensure_future(self.check())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        # a hair past the grace, so the re-check does not land a microsecond early
+        self._recheck = loop.call_later(delay + 0.05, fire)
 
     async def _holds_workflow(self, path: str, workflow_id: str) -> bool | None:
         """Whether the notebook at ``path`` is this workflow's (None: cannot tell now)."""
@@ -203,4 +292,4 @@ class FileIdFollower:
         return own.get("workflow_id") == workflow_id
 
 
-__all__ = ["DB_NAME", "FILE_IDS_SETTING", "FileIdFollower", "local_file_ids"]
+__all__ = ["DB_NAME", "FILE_IDS_SETTING", "GONE_AFTER", "FileIdFollower", "local_file_ids"]

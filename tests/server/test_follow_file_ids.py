@@ -5,16 +5,23 @@ new notebook created under the old name inherits nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 import time
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 import pytest
 
+from notebook_bcc.server.app import NotebookBccApp
+from notebook_bcc.server.file_ids import GONE_AFTER, FileIdFollower, local_file_ids
+from notebook_bcc.server.service import LiveWorkflow
 from tests.conftest import requires
-from tests.server.conftest import SERVER_FIXTURES, read_notebook
+from tests.server.conftest import SERVER_FIXTURES, Api, read_notebook
+from tests.server.test_coedit import until
 from tests.server.test_restart import JUPYTER_SERVER, JupyterServer
 
 pytestmark = [
@@ -110,3 +117,126 @@ def test_a_terminal_mv_is_followed_and_rm_pauses_the_run(tmp_path: Path) -> None
         server.wait_status(fresh["workflow_id"], "completed")
     finally:
         server.stop()
+
+
+# -- in process: a check that lands while a move is under way -----------------------------------
+
+
+async def _waiting_in_process(api: Api, bcc_app: NotebookBccApp, root: Path) -> LiveWorkflow:
+    """A confirm.yaml workflow on first.ipynb waiting, its cells (and file id) on disk."""
+    started = await api.start("first.ipynb", "blueprints/confirm.yaml")
+    await api.wait_status(started["workflow_id"], "waiting")
+    live = bcc_app.service.live(started["workflow_id"])
+    assert live is not None
+    writer = live.engine.runtime.writer
+    await until(lambda: "reviewed = True" in (root / "first.ipynb").read_text(), "the cells")
+    await writer.settled()
+    follower = bcc_app.service.file_ids
+    assert isinstance(follower, FileIdFollower)
+    await follower.check()  # the file id recorded, the check settled on the file
+    return live
+
+
+def _rewrite_in_place(path: Path, change: Any) -> None:
+    """Change the notebook at ``path`` keeping its inode (so its file id)."""
+    notebook = json.loads(path.read_text())
+    change(notebook)
+    with path.open("r+") as handle:
+        handle.write(json.dumps(notebook))
+        handle.truncate()
+
+
+async def test_a_check_between_a_move_and_its_announcement_does_not_call_the_notebook_deleted(
+    api: Api, bcc_app: NotebookBccApp, root: Path, tmp_path: Path
+) -> None:
+    """The CI failure: JupyterLab moved the notebook into a folder; the file left the old path on
+    a worker thread and a check (a write, a panel request) ran before the rename event: the
+    run paused, "the notebook ... was deleted"."""
+    live = await _waiting_in_process(api, bcc_app, root)
+    follower = bcc_app.service.file_ids
+    # the file is nowhere under the root while the move is under way
+    in_flight = tmp_path / "in-flight.ipynb"
+    os.rename(root / "first.ipynb", in_flight)
+    await follower.check()
+    assert live.engine.snapshot.run.status == "waiting"
+    # the move lands and is announced, well within the grace
+    (root / "moved").mkdir()
+    os.rename(in_flight, root / "moved" / "first.ipynb")
+    await follower.follower.renamed("first.ipynb", "moved/first.ipynb")
+    assert live.notebook_path == "moved/first.ipynb"
+    # past the grace (the scheduled re-check has run): still waiting, in the moved notebook
+    await asyncio.sleep(GONE_AFTER + 0.3)
+    await follower.check()
+    snapshot = await api.snapshot(live.workflow_id)
+    assert snapshot["run"]["status"] == "waiting", snapshot["run"]
+    assert snapshot["notebook_path"] == "moved/first.ipynb"
+
+
+async def test_a_notebook_removed_in_a_terminal_pauses_its_run_after_the_grace_unasked(
+    bcc_app: NotebookBccApp, api: Api, root: Path
+) -> None:
+    live = await _waiting_in_process(api, bcc_app, root)
+    follower = bcc_app.service.file_ids
+    (root / "first.ipynb").unlink()
+    started = monotonic()
+    await follower.check()
+    assert live.engine.snapshot.run.status == "waiting"
+    # nobody looks again: the re-check scheduled at the first miss pauses the run
+    await until(lambda: live.engine.snapshot.run.status == "paused", "the pause")
+    assert monotonic() - started >= GONE_AFTER
+    assert "was deleted" in (live.engine.snapshot.run.reason or "")
+
+
+async def test_a_moved_file_that_cannot_tell_whose_it_is_yet_is_not_called_deleted(
+    bcc_app: NotebookBccApp, api: Api, root: Path
+) -> None:
+    """The file id points at a file without the workflow's record (a collaboration room saved
+    it first): nothing is decided until the file tells; then the workflow follows it."""
+    live = await _waiting_in_process(api, bcc_app, root)
+    follower = bcc_app.service.file_ids
+    (root / "moved").mkdir()
+    os.rename(root / "first.ipynb", root / "moved" / "first.ipynb")
+    record = json.loads((root / "moved" / "first.ipynb").read_text())["metadata"]["notebook_bcc"]
+    _rewrite_in_place(root / "moved" / "first.ipynb", lambda nb: nb["metadata"].clear())
+    await follower.check()
+    await asyncio.sleep(GONE_AFTER + 0.3)
+    await follower.check()
+    assert live.engine.snapshot.run.status == "waiting"
+    assert live.notebook_path == "first.ipynb"
+    _rewrite_in_place(
+        root / "moved" / "first.ipynb",
+        lambda nb: nb["metadata"].update({"notebook_bcc": record}),
+    )
+    await follower.check()
+    assert live.notebook_path == "moved/first.ipynb"
+    assert live.engine.snapshot.run.status == "waiting"
+
+
+def test_a_notebook_moved_into_a_folder_that_reused_a_deleted_files_inode_is_found(
+    tmp_path: Path,
+) -> None:
+    """Linux gives no creation time, so the file-id manager matches a crawled entry to its
+    records by inode alone; a new folder that got the inode of a deleted, indexed file was
+    taken for that file "moved" and never crawled: a notebook moved into it had no path."""
+    root = tmp_path / "root"
+    root.mkdir()
+    ids = local_file_ids(str(root), tmp_path / "ids.db")
+    assert ids is not None
+    (root / "saved-by-rename.tmp").write_text("{}")
+    (root / "first.ipynb").write_text("{}")
+    stale = ids.index("saved-by-rename.tmp")
+    notebook = ids.index("first.ipynb")
+    ids.get_path(notebook)  # the root crawled and recorded as it is now
+    (root / "saved-by-rename.tmp").unlink()
+    (root / "moved").mkdir()
+    os.rename(root / "first.ipynb", root / "moved" / "first.ipynb")
+    # the state inode reuse leaves (which inode the kernel hands out cannot be chosen here):
+    # the deleted file's record holds the new folder's inode
+    ids.con.execute(
+        "UPDATE Files SET ino = ? WHERE id = ?", ((root / "moved").stat().st_ino, stale)
+    )
+    ids.con.commit()
+    assert ids.get_path(notebook) == "moved/first.ipynb"
+    assert ids.get_path(stale) is None
+    ids.con.close()
+    del ids.con  # closed here, not by the manager's __del__ on whichever thread collects it
