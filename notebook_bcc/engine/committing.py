@@ -3,6 +3,13 @@
 Every change of a workflow goes through :meth:`Committer.commit`: the snapshot by
 compare-and-set, FSM history, trace rows, contracts and cells together; the events it makes are
 published to the listeners once the store has them.
+
+One exception in time, not in content: while the run loop holds stops
+(:meth:`Committer.hold_stop_events`), the events of the commit that stops the run (waiting,
+paused, completed, failed...) and of every commit after it are published only once the run has
+written its notebook (:meth:`Committer.release_held_events`). Whoever acts on "the run
+stopped" -- a panel, a REST client reading the file, ``notebook-bcc resume`` -- then finds
+every cell in the file; nothing is lost if the write fails (the store has it all, D10).
 """
 
 from __future__ import annotations
@@ -43,12 +50,28 @@ class Committer(_Rooms):
 
     snapshot: WorkflowSnapshot
     metrics_commit_ms: float
+    holding_stops: bool
+    held_events: list[WorkflowEvent] | None
 
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener`` with every event the engine publishes, in order."""
         self.listeners.append(listener)
 
+    def hold_stop_events(self) -> None:
+        """From now on, hold the events of a commit that stops the run, and all after it."""
+        self.holding_stops = True
+
+    def release_held_events(self) -> None:
+        """Stop holding; publish what was held, in order."""
+        self.holding_stops = False
+        held = self.held_events or []
+        self.held_events = None
+        self._publish(held)
+
     def _publish(self, events: Sequence[WorkflowEvent]) -> None:
+        if self.held_events is not None:
+            self.held_events.extend(events)
+            return
         for event in events:
             for listener in list(self.listeners):
                 listener(event)
@@ -152,6 +175,9 @@ class Committer(_Rooms):
             raise
         self.snapshot = result.snapshot
         self.metrics_commit_ms = (monotonic() - now) * 1000
+        stops = before.run.status == "running" and snapshot.run.status != "running"
+        if stops and self.held_events is None and self.holding_stops:
+            self.held_events = []
         self._publish(result.events)
         return self.snapshot
 

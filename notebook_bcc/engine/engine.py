@@ -40,6 +40,7 @@ from notebook_bcc.fsm.expressions import WhenEvaluationError
 from notebook_bcc.fsm.workflow import can_fire
 from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.models.base import utc_now_iso
+from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.models.snapshot import (
@@ -125,6 +126,9 @@ class Engine(Moves, Commands, Committer):
         self.runtime = runtime
         self.options = options
         self.listeners: list[Listener] = []
+        self.holding_stops = False
+        self.held_events: list[WorkflowEvent] | None = None
+        """Events of a stop held back until the run's notebook write (see :meth:`run`)."""
         self.actions = ActionExecutor(self)
         self.recovery = Recovery(self)
         self.kernel_started = False
@@ -217,6 +221,7 @@ class Engine(Moves, Commands, Committer):
         began = monotonic()
         await self.store.call(lambda s: s.set_owner(self.snapshot.workflow_id, owner_tag()))
         write_error: NotebookWriteError | None = None
+        self.hold_stop_events()
         try:
             if self.snapshot.run.status != "running" and not self.snapshot.run.pending:
                 await self.commit(with_run(self.snapshot, "running"))
@@ -243,6 +248,8 @@ class Engine(Moves, Commands, Committer):
                 await self.flush_notebook()
             except NotebookWriteError as exc:
                 write_error = exc
+            finally:
+                self.release_held_events()
             await self.store.call(lambda s: s.set_owner(self.snapshot.workflow_id, None))
         if write_error is not None and self.snapshot.run.status != "failed":
             # D1: a notebook write error fails the run, the FSM stays; resume writes it again

@@ -160,6 +160,8 @@ class EngineRooms(EngineHost, Protocol):
     """What the engine's rooms (moves, commands, committing) use of each other."""
 
     listeners: list[Callable[[WorkflowEvent], None]]
+    holding_stops: bool
+    held_events: list[WorkflowEvent] | None
     lock: asyncio.Lock
     metrics_commit_ms: float
     _next_inbox_poll: float
