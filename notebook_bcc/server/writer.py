@@ -254,6 +254,12 @@ class ContentsNotebookWriter(NotebookWriter):
             async with self._lock:
                 pass
 
+    async def reclaimed(self) -> None:
+        """Return once the writer has looked at every old path a rename or delete left (and
+        taken back a write of its own that landed there); see :meth:`rename`."""
+        while self._reclaims:
+            await asyncio.gather(*self._reclaims, return_exceptions=True)
+
     # -- open documents -------------------------------------------------------------------
 
     def _workflow_cells(self) -> list[WorkflowCell]:

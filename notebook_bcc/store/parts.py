@@ -70,7 +70,9 @@ class Layout:
     values: dict[str, Any] = field(default_factory=dict)
     """The field values the part texts were made from: an identical value is not serialized
     again (snapshot models are replaced, never changed in place)."""
-    lists: dict[Path, tuple[int, list[Any]]] = field(default_factory=dict)
+    lists: dict[Path, tuple[int, list[Any] | None]] = field(default_factory=dict)
+    """Per split list, its first row's seq and the items its rows hold (None: the rows are not
+    known to match the list, e.g. items still held in the part by an older store: rewrite)."""
     maps: dict[Path, tuple[int, dict[str, tuple[int, Any]]]] = field(default_factory=dict)
     raw: dict[Path, Any] = field(default_factory=dict)
     """The map objects last written, to skip an unchanged map without looking inside."""
@@ -106,8 +108,6 @@ def _strip(model: BaseModel, paths: list[Path]) -> BaseModel:
 
 
 _MISSING = object()
-_REWRITE: list[Any] = []
-"""A layout's stored list when its rows are not known to match: rewrite them all."""
 _MAP_LEAVES = frozenset(path[-1] for path in MAP_PATHS)
 _BY_PART: dict[str, list[Path]] = {}
 for _path in SPLIT:
@@ -220,11 +220,14 @@ def _write_list(
     rows: _Rows,
     path: Path,
     items: list[Any],
-    stored: tuple[int, list[Any]] | None,
+    stored: tuple[int, list[Any] | None] | None,
 ) -> tuple[int, list[Any]]:
+    """Write what changed of the list at ``path`` as item rows; ``stored`` is what the rows
+    hold (its first sequence number and items), its items None when the rows are not known
+    to match the list (then every row is rewritten)."""
     key = ".".join(path)
     first, old = stored if stored is not None else (0, [])
-    if old is _REWRITE:
+    if old is None:
         rows.drop(key)
         for offset, item in enumerate(items):
             rows.put(key, first + offset, None, item)
@@ -324,7 +327,7 @@ def read_layout(db: sqlite3.Connection, workflow_id: str, snapshot: WorkflowSnap
         if counts.get(key, 0) != len(view):
             # Items held in the part itself (written before this list was split out), or
             # rows and view disagree: the next write rewrites the list as rows.
-            layout.lists[path] = (top.get(key, 0), _REWRITE)
+            layout.lists[path] = (top.get(key, 0), None)
             continue
         layout.lists[path] = (firsts.get(key, 0), view)
     for path in MAP_PATHS:

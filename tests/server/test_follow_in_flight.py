@@ -147,7 +147,7 @@ async def test_a_notebook_the_user_puts_at_the_old_name_is_never_taken(
     held.hand_back.set()
     await flush
     await writer.settled()
-    await until(lambda: not writer._reclaims, "the writer to have looked at the old name")
+    await asyncio.wait_for(writer.reclaimed(), 30)  # the writer looked at the old name
     assert (root / "first.ipynb").exists()
     assert cells_on_disk(root / "first.ipynb") == []
     moved = await api.wait(workflow_id, lambda s: s["notebook_path"] == "second.ipynb")
