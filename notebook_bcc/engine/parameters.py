@@ -91,13 +91,28 @@ async def inject_parameters(executor: ActionExecutor) -> None:
     if not snap.parameters or snap.run.status == "failed":
         return
     source = parameters_source(snap.parameters)
-    if not await run_setup_cell(executor, source, INJECTED_TAG, PARAMETERS_PATH, "parameters"):
+    await run_setup_cell(executor, source, INJECTED_TAG, PARAMETERS_PATH, "parameters")
+
+
+async def setup_variables(engine: EngineHost) -> None:
+    """The namespace the setup cells left, in ``snapshot.variables`` at once (one commit).
+
+    The run's parameters enter as given (source ``user``); then the kernel is probed, as at
+    every behavior boundary, so the Variables view, planners and ``when`` expressions see
+    ``user_problem``, ``user_submit_files`` and the parameters from the start rather than from
+    the end of the first behavior. A probe that fails leaves the parameters; the boundary's
+    probe reports its own failure.
+    """
+    snap = engine.snapshot
+    if snap.run.status == "failed":
         return
-    after = engine.snapshot
-    if after.run.status == "failed":
-        return
-    variables = {**after.variables, **parameter_variables(after.parameters)}
-    await engine.commit(after.model_copy(update={"variables": variables}))
+    variables = {**snap.variables, **parameter_variables(snap.parameters)}
+    report = await engine.runtime.runner.probe()
+    if report.error is None:
+        variables = {name: info for name, info in variables.items() if info.source != "kernel"}
+        variables.update(report.variables)
+    if variables != snap.variables:
+        await engine.commit(snap.model_copy(update={"variables": variables}))
 
 
 async def inputs_done(engine: EngineHost) -> bool:
@@ -144,3 +159,4 @@ async def inputs_cell(executor: ActionExecutor) -> None:
     source = inputs_source(executor.engine)
     if await run_setup_cell(executor, source, INPUTS_TAG, INPUTS_PATH, "inputs"):
         await inject_parameters(executor)
+        await setup_variables(executor.engine)

@@ -30,8 +30,7 @@ file id is now:
   scheduled for its end, so a terminal ``rm`` pauses the run without anyone looking.
 
 A check never concludes from a path the workflow has left meanwhile (a contents event may
-re-key it while the check waits on the store or the disk), nor calls the notebook deleted when
-its file id points at a file whose owner cannot be told yet.
+re-key it while the check waits on the store or the disk).
 
 After each of its own writes the workflow records the file id of what it wrote, so a terminal
 ``mv`` right after a workflow save is found by inode.
@@ -218,10 +217,10 @@ class FileIdFollower:
                 self._settled[live.workflow_id] = (path, stamp)
             return
         if now is not None:
-            # a freed inode can be reused by another file: follow only to this workflow's
-            # notebook, and decide nothing while the file there cannot tell whose it is
+            # a freed inode can be reused by another file (a new notebook with no workflow's
+            # record, say): follow only to this workflow's notebook
             moved = await self._holds_workflow(now, live.workflow_id)
-            if moved is None or live.notebook_path != path:
+            if live.notebook_path != path:
                 return
             if moved:
                 self._missing.pop(live.workflow_id, None)

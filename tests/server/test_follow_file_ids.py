@@ -6,7 +6,6 @@ new notebook created under the old name inherits nothing."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import time
@@ -137,15 +136,6 @@ async def _waiting_in_process(api: Api, bcc_app: NotebookBccApp, root: Path) -> 
     return live
 
 
-def _rewrite_in_place(path: Path, change: Any) -> None:
-    """Change the notebook at ``path`` keeping its inode (so its file id)."""
-    notebook = json.loads(path.read_text())
-    change(notebook)
-    with path.open("r+") as handle:
-        handle.write(json.dumps(notebook))
-        handle.truncate()
-
-
 async def test_a_check_between_a_move_and_its_announcement_does_not_call_the_notebook_deleted(
     api: Api, bcc_app: NotebookBccApp, root: Path, tmp_path: Path
 ) -> None:
@@ -185,31 +175,6 @@ async def test_a_notebook_removed_in_a_terminal_pauses_its_run_after_the_grace_u
     await until(lambda: live.engine.snapshot.run.status == "paused", "the pause")
     assert monotonic() - started >= GONE_AFTER
     assert "was deleted" in (live.engine.snapshot.run.reason or "")
-
-
-async def test_a_moved_file_that_cannot_tell_whose_it_is_yet_is_not_called_deleted(
-    bcc_app: NotebookBccApp, api: Api, root: Path
-) -> None:
-    """The file id points at a file without the workflow's record (a collaboration room saved
-    it first): nothing is decided until the file tells; then the workflow follows it."""
-    live = await _waiting_in_process(api, bcc_app, root)
-    follower = bcc_app.service.file_ids
-    (root / "moved").mkdir()
-    os.rename(root / "first.ipynb", root / "moved" / "first.ipynb")
-    record = json.loads((root / "moved" / "first.ipynb").read_text())["metadata"]["notebook_bcc"]
-    _rewrite_in_place(root / "moved" / "first.ipynb", lambda nb: nb["metadata"].clear())
-    await follower.check()
-    await asyncio.sleep(GONE_AFTER + 0.3)
-    await follower.check()
-    assert live.engine.snapshot.run.status == "waiting"
-    assert live.notebook_path == "first.ipynb"
-    _rewrite_in_place(
-        root / "moved" / "first.ipynb",
-        lambda nb: nb["metadata"].update({"notebook_bcc": record}),
-    )
-    await follower.check()
-    assert live.notebook_path == "moved/first.ipynb"
-    assert live.engine.snapshot.run.status == "waiting"
 
 
 def test_a_notebook_moved_into_a_folder_that_reused_a_deleted_files_inode_is_found(
