@@ -85,6 +85,11 @@ export class DocumentCoeditor {
         this.inFlight.delete(path);
         if (state === 'completed') {
           void this.acknowledge(panel, plans);
+          if ((this.unsaved.get(path) ?? []).length > 0) {
+            // workflow cells merged while this save was under way are not in the file: the
+            // save asked for covers them too, or the notebook would stay modified after it
+            void this.save(panel);
+          }
         } else {
           this.unsaved.set(path, [...plans, ...(this.unsaved.get(path) ?? [])]);
         }
