@@ -317,12 +317,15 @@ class Engine(Moves, Commands, Committer):
 
     # -- planner calls --------------------------------------------------------------------
 
-    def observation(self) -> dict[str, Any]:
-        """The observation planners receive (D21; the engine keeps the notebook digest)."""
+    def observation(self, snapshot: WorkflowSnapshot | None = None) -> dict[str, Any]:
+        """The observation planners receive (D21; the engine keeps the notebook digest), of
+        ``snapshot`` (default: the current one)."""
         fmt: Literal["state", "context"] = (
             "context" if self.options.observation_format == "context" else "state"
         )
-        return build_observation(self.snapshot, fmt=fmt, cells=self.runtime.collector.digest)
+        return build_observation(
+            snapshot or self.snapshot, fmt=fmt, cells=self.runtime.collector.digest
+        )
 
     async def ask(
         self,
@@ -338,7 +341,8 @@ class Engine(Moves, Commands, Committer):
         """
         if await stop_for_budget(self, point):
             raise StepEnded(f"{point}: stopped by the planner budget")
-        request = PlannerRequest(point, self.snapshot, self.observation(), feedback)
+        snapshot = self.snapshot
+        request = PlannerRequest(point, snapshot, lambda: self.observation(snapshot), feedback)
         began = monotonic()
         try:
             reply = await call(request)

@@ -16,7 +16,9 @@ a run can be recorded and replayed, and the engine applies it through the protoc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from notebook_bcc.errors import NotebookBccError
@@ -60,8 +62,15 @@ class PlannerRequest:
 
     point: DecisionPoint
     snapshot: WorkflowSnapshot
-    observation: dict[str, Any]
+    observe: dict[str, Any] | Callable[[], dict[str, Any]]
+    """The observation, or how to build it: built at the first read of :attr:`observation`,
+    so a planner that never reads it (a blueprint) never pays for it (a few ms a turn)."""
     behavior_feedback: dict[str, Any] | None = None
+
+    @cached_property
+    def observation(self) -> dict[str, Any]:
+        """The observation planners receive (D21), built once."""
+        return self.observe() if callable(self.observe) else self.observe
 
 
 @dataclass(frozen=True)
