@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from notebook_bcc.blueprint.loader import load_blueprint_file
-from notebook_bcc.engine.engine import Engine
+from notebook_bcc.engine.engine import Engine, RunResult
 from notebook_bcc.engine.headless import HeadlessRun, close_headless, open_headless
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.event import WorkflowEvent
@@ -87,3 +87,13 @@ def harness(tmp_path: Path) -> EngineHarness:
 async def finish(engine: Engine) -> None:
     """Close an engine's kernel, planner and store."""
     await close_headless(engine)
+
+
+async def run_once(engine: Engine, status: str) -> RunResult:
+    """Run ``engine`` until it stops, check it stopped ``status``, and close it either way."""
+    try:
+        result = await engine.run()
+        assert result.snapshot.run.status == status, result.snapshot.run
+        return result
+    finally:
+        await finish(engine)

@@ -6,7 +6,7 @@ import pytest
 
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from tests.engine.conftest import EngineHarness, finish
+from tests.engine.conftest import EngineHarness, run_once
 
 
 def test_a_blueprint_run_never_builds_an_observation(
@@ -22,12 +22,7 @@ def test_a_blueprint_run_never_builds_an_observation(
     monkeypatch.setattr(Engine, "observation", counted)
 
     async def scenario() -> None:
-        engine = await harness.open("paths")
-        try:
-            result = await engine.run()
-            assert result.snapshot.run.status == "completed", result.snapshot.run
-        finally:
-            await finish(engine)
+        await run_once(await harness.open("paths"), "completed")
 
     harness.run(scenario)
     assert calls == []

@@ -12,7 +12,7 @@ from notebook_bcc.engine.headless import HeadlessRun, open_headless
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.snapshot import VariableInfo
-from tests.engine.conftest import EngineHarness, finish
+from tests.engine.conftest import EngineHarness, run_once
 
 
 def test_inputs_and_parameters_are_variables_before_the_first_action(
@@ -37,11 +37,7 @@ def test_inputs_and_parameters_are_variables_before_the_first_action(
                 seen.append(dict(engine.snapshot.variables))
 
         engine.subscribe(on_event)
-        try:
-            waiting = await engine.run()
-            assert waiting.snapshot.run.status == "waiting", waiting.snapshot.run
-        finally:
-            await finish(engine)
+        await run_once(engine, "waiting")
 
     harness.run(scenario)
     (variables,) = seen
