@@ -158,6 +158,12 @@ class Contents:
                 status=exc.status_code,
                 path=path,
             ) from None
+        except FileNotFoundError as exc:
+            # the file went away inside the manager's call (a save reads the file back after
+            # writing it: a delete landing in between leaves the manager's own os.lstat raising)
+            raise ContentsError(
+                f"{path} disappeared during the operation ({exc.strerror})", status=404, path=path
+            ) from None
 
     async def exists(self, path: str) -> bool:
         """Whether a file (not a folder) exists at ``path``."""

@@ -39,6 +39,15 @@ from notebook_bcc.server.save_pacing import SavePacer
 
 log = logging.getLogger(__name__)
 
+
+class _Vanished(Exception):
+    """The notebook was removed while the writer's save of it was under way."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
 _RECHECK_S = 2.0
 """While the open document is held, how often a deferred write looks again."""
 
@@ -219,7 +228,22 @@ class ContentsNotebookWriter(NotebookWriter):
             log.debug(
                 "notebook-bcc: %s is not open in a browser: the workflow saves it", self.api_path
             )
-        report = await super().flush_async()
+        try:
+            report = await super().flush_async()
+        except _Vanished as gone:
+            # deleted while the save was under way: not a failed write (the store holds every
+            # cell, D10) but a notebook gone; the followers decide (a delete through Jupyter has
+            # marked this writer gone; a terminal rm is found by the file-id check, run now)
+            log.info("notebook-bcc: %s was removed while the workflow saved it", gone.path)
+            self._metadata_dirty = True
+            check = self.before_write
+            if check is not None:
+
+                async def look() -> None:
+                    await check()
+
+                self._spawn(look())
+            return WriteReport(self.path, written=False)
         if report.written and self.after_write is not None:
             await self.after_write(self)
         self._applied.clear()  # an open document no longer holds what was applied to it
@@ -420,6 +444,10 @@ class ContentsNotebookWriter(NotebookWriter):
         began = monotonic()
         for _attempt in range(_ATTEMPTS):
             before = await self._current_stamp()
+            if before is None and self._stamp is not None:
+                # this writer saved the file and it is gone: removed (a terminal rm the
+                # file-id check has not decided on yet); never recreate it, the followers decide
+                raise _Vanished(self.api_path)
             self._current = None
             self._current_error = None
             if before is not None and before != self._stamp:
@@ -440,6 +468,8 @@ class ContentsNotebookWriter(NotebookWriter):
             try:
                 saved = await self.contents.save_notebook(target, content)
             except ContentsError as exc:
+                if exc.status == 404:
+                    raise _Vanished(target) from exc
                 raise NotebookWriteError(
                     f"could not save {target}: {exc.message}",
                     details={"path": target, "status": exc.status},
@@ -464,6 +494,8 @@ class ContentsNotebookWriter(NotebookWriter):
         try:
             return _writer_stamp(await self.contents.stamp(self.api_path))
         except ContentsError as exc:
+            if exc.status == 404:
+                return None  # removed between the existence check and the look
             raise NotebookWriteError(
                 f"could not look at {self.api_path}: {exc.message}",
                 details={"path": self.api_path},

@@ -152,3 +152,54 @@ async def test_a_notebook_the_user_puts_at_the_old_name_is_never_taken(
     assert cells_on_disk(root / "first.ipynb") == []
     moved = await api.wait(workflow_id, lambda s: s["notebook_path"] == "second.ipynb")
     assert moved["run"]["status"] == "waiting"
+
+
+async def test_a_notebook_removed_between_the_save_and_its_read_back_pauses_and_never_fails(
+    api: Api, bcc_app: NotebookBccApp, root: Path
+) -> None:
+    """The CI failure: a terminal ``rm`` landed inside the contents manager's save (after the
+    file was written, before the manager read it back) and its FileNotFoundError stopped the
+    run loop: "failed: the engine stopped unexpectedly". The save counts as not written and
+    the run pauses as deleted, like any notebook removed outside Jupyter."""
+    started = await api.start("first.ipynb", "blueprints/confirm.yaml")
+    workflow_id = started["workflow_id"]
+    await api.wait_status(workflow_id, "waiting")
+    live = bcc_app.service.live(workflow_id)
+    assert live is not None
+    writer = live.engine.runtime.writer
+    assert isinstance(writer, ContentsNotebookWriter)
+    await until(lambda: "reviewed = True" in (root / "first.ipynb").read_text(), "the cells")
+    await writer.settled()
+    manager = writer.contents.manager
+    real_get, real_save = manager.get, manager.save
+    removed: list[str] = []
+    saving: list[str] = []
+
+    async def get(path: str, *args: Any, **kwargs: Any) -> Any:
+        if saving and kwargs.get("content") is False and not removed:
+            removed.append(path)
+            (root / path).unlink()  # the rm, between the save's write and its read-back
+        return await real_get(path, *args, **kwargs)
+
+    async def save(model: dict[str, Any], path: str) -> Any:
+        saving.append(path)
+        try:
+            return await real_save(model, path)
+        finally:
+            saving.clear()
+
+    manager.get, manager.save = get, save
+    try:
+        writer.metadata_changed(writer.document.nb.metadata)
+        report = await writer.flush_async()
+        # a later write (the run's final flush, say) does not bring the notebook back
+        writer.metadata_changed(writer.document.nb.metadata)
+        again = await writer.flush_async()
+    finally:
+        manager.get, manager.save = real_get, real_save
+    assert not again.written
+    assert removed == ["first.ipynb"]
+    assert not report.written
+    paused = await api.wait_status(workflow_id, "paused")
+    assert "was deleted" in (paused["run"]["reason"] or ""), paused["run"]
+    assert not (root / "first.ipynb").exists()
