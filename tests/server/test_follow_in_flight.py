@@ -52,9 +52,10 @@ class HeldSave:
         writer.contents.save_notebook = held  # type: ignore[method-assign]
 
 
-async def _waiting_with_a_save_in_flight(
+async def _waiting_and_written(
     api: Api, bcc_app: NotebookBccApp, root: Path
-) -> tuple[str, ContentsNotebookWriter, HeldSave, asyncio.Future[Any]]:
+) -> tuple[str, ContentsNotebookWriter]:
+    """A confirm.yaml workflow on first.ipynb waiting, its cells in the file, no write going."""
     started = await api.start("first.ipynb", "blueprints/confirm.yaml")
     workflow_id = started["workflow_id"]
     await api.wait_status(workflow_id, "waiting")
@@ -64,6 +65,13 @@ async def _waiting_with_a_save_in_flight(
     assert isinstance(writer, ContentsNotebookWriter)
     await until(lambda: "reviewed = True" in (root / "first.ipynb").read_text(), "the cells")
     await writer.settled()
+    return workflow_id, writer
+
+
+async def _waiting_with_a_save_in_flight(
+    api: Api, bcc_app: NotebookBccApp, root: Path
+) -> tuple[str, ContentsNotebookWriter, HeldSave, asyncio.Future[Any]]:
+    workflow_id, writer = await _waiting_and_written(api, bcc_app, root)
     held = HeldSave(writer)
     writer.metadata_changed(writer.document.nb.metadata)  # something to write again
     flush = asyncio.ensure_future(writer.flush_async())
@@ -161,15 +169,7 @@ async def test_a_notebook_removed_between_the_save_and_its_read_back_pauses_and_
     file was written, before the manager read it back) and its FileNotFoundError stopped the
     run loop: "failed: the engine stopped unexpectedly". The save counts as not written and
     the run pauses as deleted, like any notebook removed outside Jupyter."""
-    started = await api.start("first.ipynb", "blueprints/confirm.yaml")
-    workflow_id = started["workflow_id"]
-    await api.wait_status(workflow_id, "waiting")
-    live = bcc_app.service.live(workflow_id)
-    assert live is not None
-    writer = live.engine.runtime.writer
-    assert isinstance(writer, ContentsNotebookWriter)
-    await until(lambda: "reviewed = True" in (root / "first.ipynb").read_text(), "the cells")
-    await writer.settled()
+    workflow_id, writer = await _waiting_and_written(api, bcc_app, root)
     manager = writer.contents.manager
     real_get, real_save = manager.get, manager.save
     removed: list[str] = []
