@@ -44,6 +44,22 @@ def output_node(msg: dict[str, Any]) -> NotebookNode | None:
     return node(out)
 
 
+def _joined_stream(outs: list[NotebookNode], out: NotebookNode) -> bool:
+    """Append a stream chunk to the previous output when that is the same stream.
+
+    The kernel flushes stdout in chunks whose boundaries depend on timing (one ``print`` can
+    arrive as two messages under load); JupyterLab's output area joins them, and so does the
+    cell, so a cell's outputs do not depend on how busy the machine was.
+    """
+    if out.get("output_type") != "stream" or not outs:
+        return False
+    last = outs[-1]
+    if last.get("output_type") != "stream" or last.get("name") != out.get("name"):
+        return False
+    last["text"] = str(last.get("text") or "") + str(out.get("text") or "")
+    return True
+
+
 OutputListener = Callable[[str, NotebookNode], None]
 """Called with ``(cell_id, output)`` for each output a running cell produces, as it arrives."""
 
@@ -80,7 +96,8 @@ class BccNotebookClient(NotebookClient):
         if display_id:
             cell_map = self._display_id_map.setdefault(display_id, {})
             cell_map.setdefault(cell_index, []).append(len(outs))
-        outs.append(out)
+        if not _joined_stream(outs, out):
+            outs.append(out)
         listener = self.output_listener
         if listener is not None:
             cells = self.nb.cells

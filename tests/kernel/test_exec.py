@@ -163,6 +163,28 @@ def test_need_output_false_keeps_outputs_but_no_effects(kh: KernelHarness) -> No
     assert outcome.execution.outputs[0]["text"] == "quiet\n"
 
 
+def test_a_stream_flushed_in_chunks_is_one_output_and_streams_keep_their_order(
+    kh: KernelHarness,
+) -> None:
+    runner, _ = kh.runner()
+    source = (
+        "import sys\n"
+        "sys.stdout.write('one'); sys.stdout.flush()\n"
+        "sys.stdout.write(' two'); sys.stdout.flush()\n"
+        "print(' three', flush=True)\n"
+        "print('oops', file=sys.stderr, flush=True)\n"
+        "print('after', flush=True)\n"
+    )
+    outcome = add_and_run(kh, runner, source, 0)
+    assert outcome.execution is not None
+    outputs = outcome.execution.outputs
+    assert [(out["name"], out["text"]) for out in outputs] == [
+        ("stdout", "one two three\n"),
+        ("stderr", "oops\n"),
+        ("stdout", "after\n"),
+    ]
+
+
 def test_display_updates_and_deferred_clear_output(kh: KernelHarness) -> None:
     runner, _ = kh.runner()
     source = (
