@@ -14,6 +14,8 @@ every cell in the file; nothing is lost if the write fails (the store has it all
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +54,7 @@ class Committer(_Rooms):
     metrics_commit_ms: float
     holding_stops: bool
     held_events: list[WorkflowEvent] | None
+    stops_released: asyncio.Event
 
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener`` with every event the engine publishes, in order."""
@@ -66,7 +69,16 @@ class Committer(_Rooms):
         self.holding_stops = False
         held = self.held_events or []
         self.held_events = None
+        self.stops_released.set()
         self._publish(held)
+
+    async def stop_published(self, timeout: float) -> None:
+        """Return once no stop is held back (the run's notebook holds what its snapshot says),
+        or after ``timeout`` seconds (a notebook write that hangs never hangs a reader)."""
+        if self.held_events is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stops_released.wait(), timeout)
 
     def _publish(self, events: Sequence[WorkflowEvent]) -> None:
         if self.held_events is not None:
@@ -178,6 +190,7 @@ class Committer(_Rooms):
         stops = before.run.status == "running" and snapshot.run.status != "running"
         if stops and self.held_events is None and self.holding_stops:
             self.held_events = []
+            self.stops_released.clear()
         self._publish(result.events)
         return self.snapshot
 

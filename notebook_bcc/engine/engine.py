@@ -129,6 +129,9 @@ class Engine(Moves, Commands, Committer):
         self.holding_stops = False
         self.held_events: list[WorkflowEvent] | None = None
         """Events of a stop held back until the run's notebook write (see :meth:`run`)."""
+        self.stops_released = asyncio.Event()
+        """Set while no stop is held back (see :meth:`stop_published`)."""
+        self.stops_released.set()
         self.actions = ActionExecutor(self)
         self.recovery = Recovery(self)
         self.kernel_started = False

@@ -182,7 +182,10 @@ async def open_stored(
         notebook = Path(snapshot.notebook_path or state_db.with_suffix(".ipynb"))
         metadata = {"title": snapshot.notebook.title} if snapshot.notebook.title else {}
         document = NotebookDocument.from_cells(
-            [row.cell for row in cells], metadata, workflow_id=workflow_id
+            [row.cell for row in cells],
+            metadata,
+            workflow_id=workflow_id,
+            earlier_sources={row.cell_id: row.sources for row in cells},
         )
         runtime = KernelRuntime(
             notebook_path=notebook,

@@ -162,6 +162,7 @@ class EngineRooms(EngineHost, Protocol):
     listeners: list[Callable[[WorkflowEvent], None]]
     holding_stops: bool
     held_events: list[WorkflowEvent] | None
+    stops_released: asyncio.Event
     lock: asyncio.Lock
     metrics_commit_ms: float
     _next_inbox_poll: float

@@ -60,6 +60,10 @@ class NotebookDocument:
         self.last_added_id: str | None = None
         self.last_code_id: str | None = None
         self.last_markdown_id: str | None = None
+        self.earlier_sources: dict[str, frozenset[str]] = {}
+        """Per cell, digests of sources an earlier process of this workflow gave it (from the
+        store, ``from_cells``): a writer finding one of them in the file knows it for the
+        workflow's own older write, not a user's edit (models/cell_sources.py)."""
         for position, cell in enumerate(self.nb.cells):
             self._track(cell, position)
         meta = self.nb.metadata.setdefault(BCC_KEY, {})
@@ -80,12 +84,16 @@ class NotebookDocument:
         metadata: Mapping[str, Any] | None = None,
         *,
         workflow_id: str | None = None,
+        earlier_sources: Mapping[str, frozenset[str]] | None = None,
     ) -> NotebookDocument:
-        """A document rebuilt from stored cells (a resumed workflow, D10/D11), in order."""
+        """A document rebuilt from stored cells (a resumed workflow, D10/D11), in order;
+        ``earlier_sources`` the stored source digests per cell (see ``earlier_sources``)."""
         nb = new_notebook_node()
         nb["metadata"] = _node_tree(dict(metadata or {}))
         nb["cells"] = [_node_tree(dict(cell)) for cell in cells]
-        return cls(nb, workflow_id=workflow_id)
+        document = cls(nb, workflow_id=workflow_id)
+        document.earlier_sources = dict(earlier_sources or {})
+        return document
 
     def _track(self, cell: NotebookNode, position: int) -> None:
         cell_id = cell.get("id")

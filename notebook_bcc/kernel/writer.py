@@ -44,6 +44,7 @@ from notebook_bcc.kernel.serialize import (
     validate_cell,
     validate_metadata,
 )
+from notebook_bcc.models.cell_sources import source_digest
 
 log = logging.getLogger(__name__)
 
@@ -413,7 +414,7 @@ class NotebookWriter:
             if cell_id in self._absorbed and not _source_text(cell).strip():
                 continue
             if isinstance(cell_id, str) and cell_id in ours and cell_id not in placed:
-                if cell_id not in detached and _source_text(cell) == self._baseline(cell_id, plan):
+                if cell_id not in detached and self._is_ours(cell_id, _source_text(cell), plan):
                     layout.append(("ours", cell_id, cell_id))
                     placed.add(cell_id)
                     continue
@@ -428,10 +429,17 @@ class NotebookWriter:
         metadata = disk.get("metadata")
         return layout, placed, dict(metadata) if isinstance(metadata, dict) else {}
 
-    def _baseline(self, cell_id: str, plan: _Plan) -> str:
-        """The source we last wrote for a cell (or hold now, if we never wrote it)."""
+    def _is_ours(self, cell_id: str, source: str, plan: _Plan) -> bool:
+        """True when the file's ``source`` of one of our cells is a version the workflow wrote:
+        the one this writer last wrote, or (before it wrote the cell) the one it holds now or
+        one an earlier process of the workflow gave it. Anything else is a user's edit."""
         written = self._written.get(cell_id)
-        return written if written is not None else plan.sources.get(cell_id, "")
+        if written is not None:
+            return source == written
+        if source == plan.sources.get(cell_id, ""):
+            return True
+        earlier = self.document.earlier_sources.get(cell_id)
+        return earlier is not None and source_digest(source) in earlier
 
     def _file_digest(self) -> str | None:
         try:

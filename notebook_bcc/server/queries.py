@@ -29,6 +29,11 @@ from notebook_bcc.server.stream import EventFeed
 
 log = logging.getLogger(__name__)
 
+STOP_WRITE_WAIT = 10.0
+"""How long a snapshot read waits for the run's final notebook write once the run stopped:
+a client that sees "completed" (or waiting, paused, failed) then finds the file written. A
+write takes milliseconds; the bound keeps a hung save from hanging reads."""
+
 
 class QueryRoom(ServiceCore):
     """Answers from the live engines, else from the store (never blocking the loop)."""
@@ -59,6 +64,7 @@ class QueryRoom(ServiceCore):
         """The current snapshot (the engine's for a live workflow, else the stored one)."""
         live = self._live.get(workflow_id)
         if live is not None:
+            await live.engine.stop_published(STOP_WRITE_WAIT)
             return live.engine.snapshot
         store = await self.start()
         return await store.load(workflow_id)
@@ -67,6 +73,7 @@ class QueryRoom(ServiceCore):
         """The current snapshot as JSON text; a live one's is serialised once per version."""
         live = self._live.get(workflow_id)
         if live is not None:
+            await live.engine.stop_published(STOP_WRITE_WAIT)
             return self.snapshot_texts.text(live.engine.snapshot)
         return (await self.snapshot(workflow_id)).model_dump_json(by_alias=True)
 

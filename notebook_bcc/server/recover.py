@@ -122,6 +122,7 @@ class RecoveryRoom(ServiceCore):
                     [row.cell for row in cells],
                     {"title": title} if title else {},
                     workflow_id=workflow_id,
+                    earlier_sources={row.cell_id: row.sources for row in cells},
                 )
                 kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
                 try:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from notebook_bcc.models.cell_sources import kept_digests
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
@@ -21,6 +22,8 @@ class CellRow:
     position: int
     cell: dict[str, Any]
     contract_id: str | None = None
+    sources: frozenset[str] = frozenset()
+    """Digests of the latest sources the workflow gave the cell (models/cell_sources.py)."""
 
 
 class StoreReads:
@@ -93,8 +96,8 @@ class StoreReads:
     def cells(self, workflow_id: str) -> list[CellRow]:
         """The workflow's cells in notebook order."""
         rows = self._db.execute(
-            "SELECT cell_id, position, cell, contract_id FROM cells WHERE workflow_id = ?"
+            "SELECT cell_id, position, cell, contract_id, sources FROM cells WHERE workflow_id = ?"
             " ORDER BY position, cell_id",
             (workflow_id,),
         )
-        return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3]) for r in rows]
+        return [CellRow(r[0], int(r[1]), json.loads(r[2]), r[3], kept_digests(r[4])) for r in rows]

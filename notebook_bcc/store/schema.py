@@ -150,6 +150,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (workflow_id, path, seq)
     ) WITHOUT ROWID;
     """,
+    # 5: the digests of the latest sources the workflow gave each cell (models/cell_sources.py),
+    # so that a process resuming after a crash tells its predecessor's writes from user edits.
+    """
+    ALTER TABLE cells ADD COLUMN sources TEXT NOT NULL DEFAULT '';
+    """,
 )
 """Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
 

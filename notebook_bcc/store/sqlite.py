@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from notebook_bcc.models.base import utc_now_iso
+from notebook_bcc.models.cell_sources import DIGEST_CHARS, SOURCES_KEPT, source_digest
 from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
@@ -40,6 +41,9 @@ ANCHOR_SCHEMA = 3
 """The schema version that added chain heads and change logs (older files are backfilled)."""
 
 INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
+
+_SOURCES_CHARS = SOURCES_KEPT * (DIGEST_CHARS + 1) - 1
+"""The length of a full ``cells.sources`` column: the last SOURCES_KEPT digests, comma separated."""
 """Run statuses after which a notebook may host a new workflow."""
 
 T = TypeVar("T")
@@ -435,12 +439,25 @@ class SqliteStore(StoreReads):
             chains.log_change("contracts", (contract.execution_id,), stored_row, wf)
         for cell in change.cells:
             stored_row = self._db.execute(
-                "INSERT INTO cells (workflow_id, cell_id, position, contract_id, cell, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)"
+                "INSERT INTO cells (workflow_id, cell_id, position, contract_id, cell, updated_at,"
+                " sources) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(workflow_id, cell_id) DO UPDATE SET cell = excluded.cell,"
                 " contract_id = COALESCE(excluded.contract_id, cells.contract_id),"
-                f" updated_at = excluded.updated_at RETURNING {', '.join(anchor.CELL_COLUMNS)}",
-                (wf, cell.cell_id, cell.position, cell.contract_id, _json(cell.cell), now),
+                " updated_at = excluded.updated_at, sources = CASE"
+                f" WHEN substr(cells.sources, -{DIGEST_CHARS}) = excluded.sources"
+                " THEN cells.sources"
+                " WHEN cells.sources = '' THEN excluded.sources"
+                f" ELSE substr(cells.sources || ',' || excluded.sources, -{_SOURCES_CHARS}) END"
+                f" RETURNING {', '.join(anchor.CELL_COLUMNS)}",
+                (
+                    wf,
+                    cell.cell_id,
+                    cell.position,
+                    cell.contract_id,
+                    _json(cell.cell),
+                    now,
+                    source_digest(cell.cell.get("source", "")),
+                ),
             ).fetchone()
             chains.log_change("cells", (wf, cell.cell_id), stored_row, wf)
         published: list[WorkflowEvent] = []

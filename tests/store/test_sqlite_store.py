@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from notebook_bcc.fsm.contract import create_contract, fire
 from notebook_bcc.fsm.workflow import transition
 from notebook_bcc.models import ExecutionContract, ExecutionStatus, WorkflowSnapshot, new_snapshot
+from notebook_bcc.models.cell_sources import SOURCES_KEPT
 from notebook_bcc.store import (
     AsyncStore,
     CellRow,
@@ -108,6 +110,30 @@ def test_stale_version_conflicts_and_changes_nothing(store: SqliteStore) -> None
     assert info.value.details["snapshot"]["version"] == 1
     assert len(store.history("wf-1")) == 1
     assert store.cells("wf-1") == []
+
+
+def test_a_cell_row_remembers_the_latest_sources_the_workflow_gave_it(store: SqliteStore) -> None:
+    snap = fresh(store)
+    version = 0
+
+    def give(*sources: str) -> list[str]:
+        nonlocal version
+        for source in sources:
+            cell = {"cell_type": "markdown", "source": source}
+            store.commit(
+                Commit(snapshot=snap, expected_version=version, cells=[CellRow("m", 0, cell)])
+            )
+            version += 1
+        return store._db.execute("SELECT sources FROM cells").fetchone()[0].split(",")
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    assert give("first", "second", "second") == [digest("first"), digest("second")]
+    merges = [f"merge {n}" for n in range(SOURCES_KEPT - 1)]
+    assert give(*merges) == [digest(t) for t in ["second", *merges]]  # oldest first, 8 kept
+    (row,) = store.cells("wf-1")
+    assert row.sources == frozenset(digest(t) for t in ["second", *merges])
 
 
 def test_one_active_workflow_per_notebook(store: SqliteStore) -> None:
