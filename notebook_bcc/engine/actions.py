@@ -577,4 +577,5 @@ class ActionExecutor(Confirmations):
             applied,
             snapshot=notebook_summary(self.engine.runtime.document, snap, None),
             cells=runtime.collector.drain(),
+            stage=True,
         )

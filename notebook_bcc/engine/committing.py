@@ -10,6 +10,16 @@ paused, completed, failed...) and of every commit after it are published only on
 written its notebook (:meth:`Committer.release_held_events`). Whoever acts on "the run
 stopped" -- a panel, a REST client reading the file, ``notebook-bcc resume`` -- then finds
 every cell in the file; nothing is lost if the write fails (the store has it all, D10).
+
+Folded boundaries (issue 23): when the planner's answers are a pure function of the snapshot
+(a blueprint: nothing to log, the same answer when asked again), the automatic transitions of
+a boundary -- COMPLETE_BEHAVIOR, the reflections, NEXT_STAGE, START_STEP, START_BEHAVIOR, the
+queued actions -- are *staged* (:meth:`Committer.commit_applied` with ``stage=True``) instead of
+committed one by one: they ride in the next commit, which is at the latest the next code cell's
+RUNNING commit, still made before that cell runs (D10). A staged change carries no cell and no
+contract, opens no decision and never changes the run's status, so a process killed before it
+is committed resumes at the last commit and makes the same moves again. Any commit -- a
+command's, a failure's, a stop's -- carries what is staged first.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +58,16 @@ log = logging.getLogger(__name__)
 Listener = Callable[[WorkflowEvent], None]
 
 
+@dataclass
+class Staged:
+    """Changes applied to ``Committer.snapshot`` but not committed yet (see the module doc)."""
+
+    records: list[HistoryEntry | TraceRecord] = field(default_factory=list)
+    events: list[EventDraft] = field(default_factory=list)
+    kinds: frozenset[str] = frozenset()
+    warnings: list[str] = field(default_factory=list)
+
+
 class Committer(_Rooms):
     """Commits and event listeners (a room of :class:`~notebook_bcc.engine.engine.Engine`)."""
 
@@ -55,6 +76,8 @@ class Committer(_Rooms):
     holding_stops: bool
     held_events: list[WorkflowEvent] | None
     stops_released: asyncio.Event
+    staged: Staged | None
+    folds_boundaries: bool
 
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener`` with every event the engine publishes, in order."""
@@ -71,6 +94,26 @@ class Committer(_Rooms):
         self.held_events = None
         self.stops_released.set()
         self._publish(held)
+
+    def may_stage(self, snapshot: WorkflowSnapshot) -> bool:
+        """Whether a move to ``snapshot`` may wait for the next commit: the planner's answers
+        are re-derivable, the run goes on unchanged (running, no decision open) and nothing
+        waits for a safe point (a command, the inbox poll, Ctrl-C)."""
+        before = self.snapshot
+        return (
+            self.folds_boundaries
+            and snapshot.run.status == "running"
+            and before.run.status == "running"
+            and snapshot.run.reason == before.run.reason
+            and not snapshot.run.pending
+            and snapshot.version == before.version
+            and self.may_carry_on()
+        )
+
+    async def commit_staged(self) -> None:
+        """Commit what is staged, if anything (the run loop's last word)."""
+        if self.staged is not None:
+            await self.commit(self.snapshot)
 
     async def stop_published(self, timeout: float) -> None:
         """Return once no stop is held back (the run's notebook holds what its snapshot says),
@@ -99,7 +142,13 @@ class Committer(_Rooms):
         kinds: frozenset[str] = frozenset(),
         warnings: Sequence[str] = (),
     ) -> WorkflowSnapshot:
-        """Make one change durable and publish its events (see the module docstring)."""
+        """Make one change durable (with what is staged) and publish its events."""
+        staged = self.staged
+        if staged is not None:
+            records = [*staged.records, *records]
+            events = [*staged.events, *events]
+            kinds = kinds | staged.kinds
+            warnings = [*staged.warnings, *warnings]
         before = self.snapshot
         history = [r for r in records if isinstance(r, HistoryEntry)]
         trace = [r for r in records if isinstance(r, TraceRecord)]
@@ -183,8 +232,10 @@ class Committer(_Rooms):
                 )
             )
         except VersionConflictError:
+            self.staged = None
             self.snapshot = await self.store.load(before.workflow_id)
             raise
+        self.staged = None
         self.snapshot = result.snapshot
         self.metrics_commit_ms = (monotonic() - now) * 1000
         stops = before.run.status == "running" and snapshot.run.status != "running"
@@ -203,13 +254,25 @@ class Committer(_Rooms):
         events: Sequence[EventDraft] = (),
         kinds: frozenset[str] = frozenset(),
         snapshot: WorkflowSnapshot | None = None,
+        stage: bool = False,
     ) -> WorkflowSnapshot:
-        """Commit an :class:`Applied` (its records, warnings and parked decisions)."""
+        """Commit an :class:`Applied` (its records, warnings and parked decisions); with
+        ``stage``, stage it instead when it may wait for the next commit (:meth:`may_stage`)."""
         drafts = list(events)
         for pending in applied.pending:
             drafts.append(_decision_event(pending, "created"))
+        target = snapshot or applied.snapshot
+        if stage and not contracts and not cells and not applied.pending and self.may_stage(target):
+            staged = self.staged or Staged()
+            staged.records.extend(applied.records)
+            staged.events.extend(drafts)
+            staged.kinds |= kinds
+            staged.warnings.extend(applied.warnings)
+            self.staged = staged
+            self.snapshot = target
+            return target
         return await self.commit(
-            snapshot or applied.snapshot,
+            target,
             records=applied.records,
             contracts=contracts,
             cells=cells,

@@ -25,8 +25,8 @@ from typing import Any, Literal
 from notebook_bcc.engine.actions import ActionExecutor
 from notebook_bcc.engine.budget import stop_for_budget
 from notebook_bcc.engine.commands import Commands
-from notebook_bcc.engine.committing import Committer, Listener
-from notebook_bcc.engine.exchanges import log_exchanges
+from notebook_bcc.engine.committing import Committer, Listener, Staged
+from notebook_bcc.engine.exchanges import UNLOGGED_KINDS, log_exchanges
 from notebook_bcc.engine.host import StepEnded
 from notebook_bcc.engine.moves import Moves
 from notebook_bcc.engine.options import EngineOptions
@@ -132,6 +132,11 @@ class Engine(Moves, Commands, Committer):
         self.stops_released = asyncio.Event()
         """Set while no stop is held back (see :meth:`stop_published`)."""
         self.stops_released.set()
+        self.staged: Staged | None = None
+        """Moves applied but not committed yet (see :mod:`.committing`)."""
+        self.folds_boundaries = planner.kind in UNLOGGED_KINDS
+        """Whether a boundary's automatic transitions may share one commit: the planner's
+        answers are re-derivable from the snapshot (see :mod:`.committing`)."""
         self.actions = ActionExecutor(self)
         self.recovery = Recovery(self)
         self.kernel_started = False
@@ -248,6 +253,7 @@ class Engine(Moves, Commands, Committer):
             await self._finish_run()
         finally:
             try:
+                await self.commit_staged()
                 await self.flush_notebook()
             except NotebookWriteError as exc:
                 write_error = exc

@@ -89,8 +89,10 @@ class EngineHost(Protocol):
         events: Sequence[EventDraft] = (),
         kinds: frozenset[str] = frozenset(),
         snapshot: WorkflowSnapshot | None = None,
+        stage: bool = False,
     ) -> WorkflowSnapshot:
-        """Commit an :class:`Applied` (its records, warnings and parked decisions)."""
+        """Commit an :class:`Applied` (its records, warnings and parked decisions), or with
+        ``stage`` let it ride in the next commit when it may."""
         ...
 
     async def fail_run(self, reason: str) -> None:

@@ -70,7 +70,7 @@ class Moves(_Rooms):
         snap = applied.snapshot
         stage = snap.location.progress.stages.current
         if stage is None:
-            await self.commit_applied(applied)
+            await self.commit_applied(applied, stage=True)
             return
         cap = self._hop_cap(snap)
         counted, verdict = count_stage_entry(snap, stage.id, cap)
@@ -91,7 +91,7 @@ class Moves(_Rooms):
             update={"progress": progress.model_copy(update={"stages": stages})}
         )
         await self.commit_applied(
-            applied, snapshot=counted.model_copy(update={"location": location})
+            applied, snapshot=counted.model_copy(update={"location": location}), stage=True
         )
 
     def _hop_cap(self, snapshot: WorkflowSnapshot) -> int:
@@ -109,7 +109,7 @@ class Moves(_Rooms):
             await self.fail_run("plan_steps: the planner gave no answer")
             return
         applied = await self.apply_reply(reply)
-        await self.commit_applied(applied)
+        await self.commit_applied(applied, stage=True)
 
     def _step_gaps(self) -> list[str]:
         snap = self.snapshot
@@ -134,7 +134,7 @@ class Moves(_Rooms):
             await self.fail_run("plan_behavior: the planner gave no behavior at step_running")
             return
         applied = await self.apply_reply(reply)
-        await self.commit_applied(applied)
+        await self.commit_applied(applied, stage=True)
 
     async def _at_behavior_running(self) -> None:
         snap = self.snapshot
@@ -142,23 +142,23 @@ class Moves(_Rooms):
             replan = await self.ask("plan_behavior", self.planner.plan_behavior)
             if replan is not None:
                 replanned = await self.apply_reply(replan)
-                await self.commit_applied(replanned)
+                await self.commit_applied(replanned, stage=True)
         reply = await self.ask("generate_actions", self.planner.generate_actions)
         if reply is None:
             await self.fail_run("generate_actions: the planner gave no answer")
             return
         applied = await self.apply_reply(reply)
-        await self.commit_applied(applied)
+        await self.commit_applied(applied, stage=True)
 
     async def _at_action_completed(self) -> None:
         snap = self.snapshot
         queue = snap.action_queue
         if queue.index < len(queue.actions):
-            await self.commit_applied(navigate(snap, options=self.client_options()))
+            await self.commit_applied(navigate(snap, options=self.client_options()), stage=True)
             return
         snap = await self._behavior_checks(snap)
         applied = navigate(snap, options=self.client_options())
-        await self.commit_applied(applied, kinds=frozenset({"behavior_end"}))
+        await self.commit_applied(applied, kinds=frozenset({"behavior_end"}), stage=True)
         await self.flush_notebook(wait=False)
 
     async def flush_notebook(self, *, wait: bool = True) -> None:

@@ -21,19 +21,20 @@ from tests.engine.conftest import EngineHarness, finish
 
 
 def _versions_between(events: list[WorkflowEvent], first: str, last: str) -> list[int]:
-    """Distinct commit versions from the first ``first`` transition up to (not including) the
-    ``last`` transition."""
+    """Distinct commit versions from the first ``first`` transition's up to (not including) the
+    ``last`` transition's."""
     began = next(e.version for e in events if e.kind == "transition" and e.event == first)
     ended = next(e.version for e in events if e.kind == "transition" and e.event == last)
-    return sorted({e.version for e in events if began < e.version < ended})
+    return sorted({e.version for e in events if began <= e.version < ended})
 
 
 def test_a_run_of_code_actions_costs_one_commit_each(
     harness: EngineHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """6 code actions and a markdown one: RUNNING(1), then each code action's outcome with the
+    """6 code actions and a markdown one: RUNNING(1) (START_ACTION and the boundary before it
+    ride in it: a blueprint run folds its boundaries), then each code action's outcome with the
     next one's RUNNING, the third's outcome alone (a markdown action follows), the markdown,
-    RUNNING(4), ..., the last outcome alone: 9 commits where one per action move made 13."""
+    RUNNING(4), ..., the last outcome alone: 9 commits where one per action move made 14."""
     monkeypatch.setattr(commands, "INBOX_POLL_S", 600.0)  # no inbox poll inside the chain
 
     async def scenario() -> Engine:
@@ -111,3 +112,36 @@ def test_a_pause_while_a_cell_runs_lands_once_that_cell_ran(
             await finish(engine)
 
     harness.run(scenario)
+
+
+def test_a_blueprint_boundary_rides_in_the_next_actions_commit(harness: EngineHarness) -> None:
+    """From COMPLETE_BEHAVIOR to the next START_ACTION (reflections, NEXT_STEP / NEXT_STAGE,
+    the next plans, the queued actions) nothing is committed on its own: a blueprint's answers
+    are asked again after a crash, so the whole boundary rides in the commit of the next
+    action, made before that action runs (D10)."""
+
+    async def scenario() -> None:
+        engine = await harness.open("paths", auto_confirm=True)
+        try:
+            result = await engine.run()
+        finally:
+            await finish(engine)
+        assert result.exit_code == 0, result.snapshot.run.reason
+
+    harness.run(scenario)
+    transitions = [e for e in harness.events if e.kind == "transition"]
+    boundaries = 0
+    for index, event in enumerate(transitions):
+        if event.event != "COMPLETE_BEHAVIOR":
+            continue
+        following = next((e for e in transitions[index:] if e.event == "START_ACTION"), None)
+        if following is None:
+            continue  # the last behavior: the run ends
+        between = transitions[index : transitions.index(following) + 1]
+        assert {e.version for e in between} == {following.version}, [
+            (e.event, e.version) for e in between
+        ]
+        ran = [e for e in harness.events if e.version == following.version and e.kind == "cell"]
+        assert ran, "the boundary's commit is the next action's own"
+        boundaries += 1
+    assert boundaries >= 5

@@ -148,6 +148,19 @@ def test_a_whole_workflow_completes_and_no_secret_leaks(
         assert snapshot.usage.prompt_tokens == snapshot.usage.completion_tokens == 0
     assert snapshot.usage.latency_ms > 0
 
+    # an AI planner's answers are not re-derivable: each turn is committed before the next call
+    store = SqliteStore(run.state_db)
+    try:
+        starts = [
+            e.version
+            for e in store.events(snapshot.workflow_id)
+            if e.kind == "transition" and e.event in ("START_STEP", "START_BEHAVIOR")
+        ]
+    finally:
+        store.close()
+    assert len(starts) >= 4
+    assert len(starts) == len(set(starts)), starts
+
     transcript = read_transcript(record)
     assert transcript.header is not None
     assert transcript.header.planner["kind"] == "llm"
