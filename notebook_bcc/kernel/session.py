@@ -157,6 +157,9 @@ class KernelSession(SilentRequests):
                     raise
                 with contextlib.suppress(Exception):
                     await maybe_await(self.km.shutdown_kernel(now=True))
+                # the manager's shutdown destroyed the zmq context it made: the next attempt
+                # needs a manager of its own (and picks new ports)
+                self._km = None
                 self._stop_channels()
                 self._client = None
                 self._dead = False

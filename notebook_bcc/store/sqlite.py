@@ -96,10 +96,26 @@ def _dump(model: Any) -> str:
 
 
 def _event_row(
-    workflow_id: str, version: int, event: WorkflowEvent
+    base: dict[str, Any], draft: EventDraft, made: list[WorkflowEvent]
 ) -> Callable[[int], tuple[Any, ...]]:
-    """An ``events`` row as a function of its ``seq`` (the body embeds it)."""
-    return lambda seq: (workflow_id, version, _dump(event.model_copy(update={"seq": seq})))
+    """An ``events`` row as a function of its ``seq`` (the body embeds it); the event is
+    built once, from ``base`` (the commit's fields) and ``draft``, and appended to ``made``."""
+
+    def row(seq: int) -> tuple[Any, ...]:
+        event = WorkflowEvent(
+            **base,
+            seq=seq,
+            kind=draft.kind,
+            from_=draft.from_,
+            event=draft.event,
+            to=draft.to,
+            actor=draft.actor,
+            detail=draft.detail,
+        )
+        made.append(event)
+        return (event.workflow_id, event.version, _dump(event))
+
+    return row
 
 
 def _json(value: Any) -> str:
@@ -461,22 +477,14 @@ class SqliteStore(StoreReads):
             ).fetchone()
             chains.log_change("cells", (wf, cell.cell_id), stored_row, wf)
         published: list[WorkflowEvent] = []
+        base = {
+            "workflow_id": wf,
+            "version": new_version,
+            "at": now,
+            "run_status": snap.run.status,
+        }
         for draft in change.events:
-            event = WorkflowEvent(
-                workflow_id=wf,
-                seq=0,
-                version=new_version,
-                at=now,
-                kind=draft.kind,
-                from_=draft.from_,
-                event=draft.event,
-                to=draft.to,
-                actor=draft.actor,
-                run_status=snap.run.status,
-                detail=draft.detail,
-            )
-            seq = chains.append("events", _event_row(wf, new_version, event))
-            published.append(event.model_copy(update={"seq": seq}))
+            chains.append("events", _event_row(base, draft, published))
         chains.flush()
         return CommitResult(stored, published)
 

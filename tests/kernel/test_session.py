@@ -179,6 +179,34 @@ def test_a_swallowed_interrupt_is_retried_and_the_kernel_comes_back(
     assert following.ok
 
 
+async def test_a_kernel_that_dies_while_starting_is_started_again_on_a_new_manager(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two processes can race for the same free port and the kernel dies before it answers.
+    The session starts it again; the failed manager's shutdown destroyed its zmq context, so
+    the next attempt must not reuse that manager (it failed with "Operation not supported")."""
+    real_connect = KernelSession._connect
+    managers: list[Any] = []
+
+    async def dies_the_first_time(self: KernelSession) -> Any:
+        managers.append(self.km)
+        if len(managers) == 1:
+            os.kill(self.km.provisioner.pid, signal.SIGKILL)  # dead before kernel_info
+        return await real_connect(self)
+
+    monkeypatch.setattr(KernelSession, "_connect", dies_the_first_time)
+    async with KernelSession() as session:
+        runner = new_runner(session)
+        await runner.start()
+        await runner.run(AddAction(content="print('alive')", shot_type="action"), path(0))
+        ran = await runner.run(LAST, path(1))
+        assert ran.ok, ran
+    assert len(managers) == 2
+    assert managers[0] is not managers[1]
+    assert managers[0].context.closed
+    assert not managers[0].has_kernel
+
+
 async def test_signal_handlers_are_unchanged_after_a_run() -> None:
     def mine(signum: int, frame: FrameType | None) -> None:
         """A handler the test installs and expects to find afterwards."""
