@@ -400,6 +400,14 @@ def report_long_run(args: argparse.Namespace, rec: RunRecorder, lines: list[Line
             last_b / first_b <= 1.2,
         )
     )
+    behaviors = len(rec.boundaries) + 1
+    lines.append(
+        Line(
+            "  engine commits per behavior, whole run (code actions per behavior: "
+            f"{args.engine_actions})",
+            f"{len(rec.commits) / behaviors:.2f}  ({len(rec.commits)} for {behaviors})",
+        )
+    )
     # Store cost per transition, early vs late.
     early_ms = [c.ms for c in rec.commits if c.action in early]
     late_ms = [c.ms for c in rec.commits if c.action in late]
