@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.routing import drop_pending, with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
@@ -258,6 +259,7 @@ class Confirmations:
                 events=[event],
                 kinds=frozenset({"decision"}),
             )
+            await self._lost_with(ran, str(pending.details.get("cell_id") or ""))
             return
         running, records = fire(contract, "resume", actor=actor)
         await engine.commit(
@@ -277,6 +279,18 @@ class Confirmations:
             key=contract.idempotency_key,
             resumed=running,
         )
+
+    async def _lost_with(self, ran: ExecutionContract, cell_id: str) -> None:
+        """An in-doubt cell that ran did so on a kernel that is gone (a crash or a kernel
+        death made it in doubt): the names it bound are not in this kernel. Ask about that
+        state as a rebuild does for a completed irreversible cell (:mod:`.lost_state`), instead
+        of going on until a later cell or an acceptance check fails on a missing name."""
+        engine = self.engine
+        workflow_id = engine.snapshot.workflow_id
+        rows = await engine.store.call(lambda s: s.cells(workflow_id))
+        row = next((r for r in rows if r.cell_id == cell_id), None)
+        if row is not None:
+            await lost_state.ask(engine, [(row, ran)])
 
     async def answer_contract_decision(
         self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str

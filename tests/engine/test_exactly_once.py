@@ -1,9 +1,10 @@
 """Exactly-once where the side effect is decided (issue 19 §1, D7, D11 revised).
 
 The kernel dies after the irreversible cell's side effect; the in-doubt question is answered
-"it ran" (reject). The contract completes (its key stays taken) and the behavior, whose
-acceptance now fails because the replaced kernel lost the cell's variable, is retried: the
-retry skips the action instead of executing it again. "It did not run" (approve) runs it once.
+"it ran" (reject). The contract completes (its key stays taken); the replaced kernel lacks what
+the cell bound, so the human is asked about that state (``lost_state``, as after a rebuild) and
+answers "continue without"; the behavior, whose acceptance now fails, is retried: the retry
+skips the action instead of executing it again. "It did not run" (approve) runs it once.
 """
 
 from __future__ import annotations
@@ -58,7 +59,22 @@ def test_an_in_doubt_action_runs_at_most_once_whatever_the_retries(
                     "expected_version": engine.snapshot.version,
                 }
             )
-            await engine.run()
+            result = await engine.run()
+            if answer == "reject":
+                # it ran on the kernel that died: the names it bound are gone, and the human is
+                # asked about that state, as a rebuild asks (never re-run by itself)
+                (lost,) = result.snapshot.run.pending
+                assert lost.kind == "lost_state", lost
+                assert "exported" in lost.details["names"]
+                assert harness.ledger_lines() == ["sent"]
+                await engine.command(
+                    {
+                        "decide": lost.id,
+                        "decision": "reject",
+                        "expected_version": engine.snapshot.version,
+                    }
+                )
+                await engine.run()
         finally:
             await finish(engine)
 

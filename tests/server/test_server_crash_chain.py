@@ -78,8 +78,8 @@ CHAIN = [
     Step("hold", "before"),  # in the export, before its side effect
     Step("hold", "after"),  # in the export, after its side effect
     Step("decision", "in_doubt"),
+    Step("decision", "lost_state"),  # "it ran", on a kernel now gone: its state is lost
     Step("decision", "stage_confirmation"),
-    Step("decision", "lost_state"),  # the export's state lost with the kernel
     *CELL,  # answer = base + 2
     Step("commit", "after:1:transition"),
 ]
