@@ -63,7 +63,7 @@ export class PanelCommands {
         fresh = await this.host.api.command(snapshot.workflow_id, again);
       }
       this.host.show(fresh);
-      this.host.notify('info', `${what}: done.`);
+      this.host.notify('info', `${what}: accepted.`);
       return true;
     } catch (error) {
       if (error instanceof ApiError && error.status === 409) {

@@ -8,7 +8,7 @@ import type {
   PendingKind,
   WorkflowSnapshot
 } from './types';
-import { STATUS_LABELS, humanState, isRecord } from './viewPlan';
+import { STATUS_PHRASES, humanState, isRecord } from './viewPlan';
 import { shorten } from './viewBehavior';
 
 // -- pending decisions -------------------------------------------------------------------
@@ -194,7 +194,7 @@ export function controlViews(
       id,
       label,
       enabled: legal,
-      title: legal ? what : `${label}: not possible while the workflow is ${plainState}`,
+      title: legal ? what : `${label}: not possible in the workflow's state (${plainState})`,
       destructive
     };
   };
@@ -213,7 +213,7 @@ export function controlViews(
     enabled: failed,
     title: failed
       ? what
-      : `${label}: only after a failure (the run is ${STATUS_LABELS[status].toLowerCase()})`,
+      : `${label}: only after a failure (the run ${STATUS_PHRASES[status]})`,
     destructive: false
   });
   const canRun = status === 'paused' || status === 'interrupted';
@@ -226,7 +226,7 @@ export function controlViews(
         ? 'Continue the run'
         : pending
           ? 'Answer the pending decisions to continue'
-          : `The run is ${STATUS_LABELS[status].toLowerCase()}`,
+          : `Nothing to continue: the run ${STATUS_PHRASES[status]}`,
       destructive: false
     },
     {
@@ -236,7 +236,7 @@ export function controlViews(
       title:
         status === 'running'
           ? 'Pause after the running cell'
-          : `Only a running workflow pauses (it is ${STATUS_LABELS[status].toLowerCase()})`,
+          : `Only a running workflow pauses (it ${STATUS_PHRASES[status]})`,
       destructive: false
     },
     eventControl('cancel', 'Cancel', 'Cancel the workflow (asks first)', true),

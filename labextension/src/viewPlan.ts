@@ -23,6 +23,17 @@ export const STATUS_LABELS: Record<RunStatus, string> = {
   cancelled: 'Cancelled'
 };
 
+/** A run status as the end of a sentence about the run ("the run has failed"). */
+export const STATUS_PHRASES: Record<RunStatus, string> = {
+  running: 'is running',
+  paused: 'is paused',
+  waiting: 'is waiting for you',
+  interrupted: 'was interrupted',
+  failed: 'has failed',
+  completed: 'has completed',
+  cancelled: 'was cancelled'
+};
+
 /** "behavior_running" -> "behavior running": FSM state names read as words. */
 export function humanState(state: string): string {
   return state.replace(/_/g, ' ').toLowerCase();

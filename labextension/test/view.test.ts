@@ -987,7 +987,7 @@ describe('controlViews', () => {
     assert.equal(views[0].title, 'Answer the pending decisions to continue');
     assert.equal(views[1].title, 'Only a running workflow pauses (it is waiting for you)');
     assert.equal(views[2].title, 'Cancel the workflow (asks first)');
-    assert.equal(views[3].title, 'Reset: not possible while the workflow is stage completed');
+    assert.equal(views[3].title, "Reset: not possible in the workflow's state (stage completed)");
   });
 
   it('completed housing run: only reset', () => {
@@ -1003,8 +1003,8 @@ describe('controlViews', () => {
         ['retry', false]
       ]
     );
-    assert.equal(views[0].title, 'The run is completed');
-    assert.equal(views[2].title, 'Cancel: not possible while the workflow is completed');
+    assert.equal(views[0].title, 'Nothing to continue: the run has completed');
+    assert.equal(views[2].title, "Cancel: not possible in the workflow's state (completed)");
   });
 
   it('running: pause and cancel, not run', () => {
@@ -1020,7 +1020,7 @@ describe('controlViews', () => {
         ['retry', false]
       ]
     );
-    assert.equal(views[0].title, 'The run is running');
+    assert.equal(views[0].title, 'Nothing to continue: the run is running');
     assert.equal(views[1].title, 'Pause after the running cell');
   });
 
@@ -1081,7 +1081,7 @@ describe('controlViews', () => {
     assert.equal(views[0].title, 'Answer the pending decisions to continue');
     assert.equal(views[2].enabled, true);
     const noPending = controlViews(withRun('waiting', 'workflow_update_pending'), FSM);
-    assert.equal(noPending[0].title, 'The run is waiting for you');
+    assert.equal(noPending[0].title, 'Nothing to continue: the run is waiting for you');
   });
 
   it('disables the event controls without an FSM table; cancel and reset are destructive', () => {
