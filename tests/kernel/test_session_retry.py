@@ -21,22 +21,27 @@ class DeadOnArrival:
         self.shutdowns += 1
 
 
-def test_a_failed_start_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_start_is_retried_each_time_on_a_new_manager(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each failed attempt's manager is shut down (which destroys its zmq context), so the next
+    attempt makes a new one, as ``_start_once`` does when the session holds none."""
     session = KernelSession()
-    manager = DeadOnArrival()
-    session._km = manager
-    attempts: list[int] = []
+    managers: list[DeadOnArrival] = []
 
     async def flaky() -> Any:
-        attempts.append(1)
-        if len(attempts) < START_ATTEMPTS:
+        if session._km is None:
+            session._km = DeadOnArrival()
+        managers.append(session._km)
+        if len(managers) < START_ATTEMPTS:
             raise KernelStartError("Address already in use")
         return "started"
 
     monkeypatch.setattr(session, "_start_once", flaky)
     assert asyncio.run(session._start()) == "started"
-    assert len(attempts) == START_ATTEMPTS
-    assert manager.shutdowns == START_ATTEMPTS - 1
+    assert len(managers) == START_ATTEMPTS
+    assert len({id(m) for m in managers}) == START_ATTEMPTS, "a new manager per attempt"
+    assert [m.shutdowns for m in managers] == [1] * (START_ATTEMPTS - 1) + [0]
 
 
 def test_a_start_that_keeps_failing_raises(monkeypatch: pytest.MonkeyPatch) -> None:
