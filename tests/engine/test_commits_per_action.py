@@ -114,11 +114,15 @@ def test_a_pause_while_a_cell_runs_lands_once_that_cell_ran(
     harness.run(scenario)
 
 
-def test_a_blueprint_boundary_rides_in_the_next_actions_commit(harness: EngineHarness) -> None:
+def test_a_blueprint_boundary_rides_in_the_next_actions_commit(
+    harness: EngineHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """From COMPLETE_BEHAVIOR to the next START_ACTION (reflections, NEXT_STEP / NEXT_STAGE,
     the next plans, the queued actions) nothing is committed on its own: a blueprint's answers
     are asked again after a crash, so the whole boundary rides in the commit of the next
-    action, made before that action runs (D10)."""
+    action, made before that action runs (D10). (A due inbox poll is a safe point that ends
+    the fold at a commit, as it ends a chain of code actions: it is pushed out of the way.)"""
+    monkeypatch.setattr(commands, "INBOX_POLL_S", 600.0)
 
     async def scenario() -> None:
         engine = await harness.open("paths", auto_confirm=True)
