@@ -55,6 +55,10 @@ else:
 INBOX_POLL_S = 0.2
 """How often the loop looks for commands queued by other processes (seconds)."""
 
+RESEND_GRACE_S = 0.5
+"""After a command is refused for a stale version, how long the run loop waits (lock free)
+before its next step, so that the sender's resend against the current state lands."""
+
 UPDATE_EVENTS: dict[str, tuple[Event, Event, Event]] = {
     "workflow_update": (
         Event.UPDATE_WORKFLOW,
@@ -87,6 +91,7 @@ class Commands(_Rooms):
     """Commands and decisions (a room of :class:`~notebook_bcc.engine.engine.Engine`)."""
 
     _next_inbox_poll: float
+    resend_grace_until: float
     _commands_waiting: int
 
     async def take_commands(self) -> None:
@@ -150,6 +155,11 @@ class Commands(_Rooms):
 
     def _check_version(self, expected: int) -> None:
         if expected != self.snapshot.version:
+            # the sender saw an older state (typically: it acted while a cell ran, and the
+            # cell's outcome was committed first); give its resend against the state it gets
+            # back a moment to land before the loop moves on (a cancel of the last cell
+            # must not lose the race against the end of the workflow)
+            self.resend_grace_until = monotonic() + RESEND_GRACE_S
             raise VersionConflictError(self.snapshot.workflow_id, expected, self.snapshot)
 
     async def _apply_command(self, command: EventCommand | DecideCommand | ActionCommand) -> None:

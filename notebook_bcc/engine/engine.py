@@ -144,6 +144,8 @@ class Engine(Moves, Commands, Committer):
         self.lock = asyncio.Lock()
         """Held by the loop for each step and by each command: one writer at a time."""
         self._next_inbox_poll: float = 0.0
+        self.resend_grace_until = 0.0
+        """Until when the loop waits between steps after a stale command (commands.py)."""
         self._commands_waiting = 0
         """Commands waiting for :attr:`lock` (the loop then ends its step at a commit)."""
 
@@ -236,6 +238,9 @@ class Engine(Moves, Commands, Committer):
             async with self.lock:
                 await self._ensure_kernel()
             while True:
+                grace = self.resend_grace_until - monotonic()
+                if grace > 0:  # a stale command's sender resends (see commands.RESEND_GRACE_S)
+                    await asyncio.sleep(grace)
                 async with self.lock:
                     await self.take_commands()
                     if self._interrupt_requested:
