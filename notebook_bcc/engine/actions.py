@@ -16,7 +16,6 @@ effect): the reflection decides what happens next.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from notebook_bcc.engine import kernel_loss
@@ -43,8 +42,8 @@ from notebook_bcc.engine.parameters import (
     portable_path,
 )
 from notebook_bcc.engine.routing import fire_event, with_run
+from notebook_bcc.engine.skips import Skips, code_key
 from notebook_bcc.fsm.contract import fire
-from notebook_bcc.fsm.idempotency import check_idempotency, idempotency_key
 from notebook_bcc.kernel.cell_ids import ActionPath
 from notebook_bcc.kernel.results import ActionOutcome
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
@@ -80,7 +79,7 @@ if TYPE_CHECKING:
 HEADING_ACTIONS = (NewChapterAction, NewSectionAction, NewStepAction)
 
 
-class ActionExecutor(Confirmations):
+class ActionExecutor(Confirmations, Skips):
     """The engine's hands: turns queued actions into contracts, cells and commits."""
 
     def __init__(self, engine: EngineHost) -> None:
@@ -257,6 +256,13 @@ class ActionExecutor(Confirmations):
         engine = self.engine
         base = engine.snapshot if incoming is None else incoming.snapshot
         following = self._exec_follows(action, base)
+        if following is not None and isinstance(action, AddAction):
+            refusal = await self._refused_add(action, following)
+            if refusal is not None:
+                if incoming is not None:
+                    await self._flush(incoming)
+                await self._skip_add_and_exec(path, *refusal)
+                return None
         if incoming is not None and following is None:
             await self._flush(incoming)
             incoming, base = None, engine.snapshot
@@ -373,14 +379,9 @@ class ActionExecutor(Confirmations):
             await self._flush(carry)
             carry = None
         if irreversible:
-            key = idempotency_key({"type": "code", "code": source})
+            key = code_key(source)
+            verdict = await self._verdict(key)
             snap = engine.snapshot
-            existing = await engine.store.call(
-                lambda s: s.contracts(snap.workflow_id, idempotency_key=key)
-            )
-            verdict = check_idempotency(
-                key, workflow_id=snap.workflow_id, run_id=snap.run_id, existing=existing
-            )
             if verdict.outcome == "refuse":
                 await self._skip(path, f"WARN: {verdict.reason}", key)
                 return None
@@ -533,21 +534,6 @@ class ActionExecutor(Confirmations):
             contracts=[done],
             kinds=frozenset({"contract_terminal"}),
             chain=chain and ok,
-        )
-
-    async def _skip(self, path: ActionPath, effect: str, key: str) -> None:
-        engine = self.engine
-        applied = complete_action(
-            engine.snapshot, effects=[effect], options=engine.client_options()
-        )
-        record = TraceRecord(
-            actor="engine",
-            action=f"skip:{path.key}",
-            timestamp=time.time(),
-            metadata={"idempotency_key": key, "reason": effect},
-        )
-        await self._finish(
-            applied, applied.snapshot, records=[record], contracts=[], kinds=frozenset({"action"})
         )
 
     # -- actions carried by reflections ---------------------------------------------------

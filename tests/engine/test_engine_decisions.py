@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
+import nbformat
 import pytest
 
 from notebook_bcc.models import State
@@ -14,6 +16,14 @@ from notebook_bcc.planners.blueprint import BlueprintPlanner
 from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.store.errors import VersionConflictError
 from tests.engine.conftest import EngineHarness, finish
+
+
+def ledger_cells(notebook: Path) -> int:
+    """Code cells of the saved notebook that append to the side-effect fixture's ledger."""
+    saved = nbformat.read(notebook, as_version=4)
+    return sum(
+        1 for cell in saved.cells if cell.cell_type == "code" and '"ledger.txt", "a"' in cell.source
+    )
 
 
 def only_pending(engine: Any, kind: str) -> Any:
@@ -83,6 +93,10 @@ def test_d7_second_run_asks_before_repeating(harness: EngineHarness) -> None:
             first = await engine.run()
             assert first.exit_code == 0, first.snapshot.run.reason
             assert harness.ledger_lines() == ["sent"], "a loop revisit never repeats it"
+            assert ledger_cells(harness.notebook) == 1, "nor adds a copy of the refused cell"
+            effects = " ".join(engine.snapshot.effects.history + engine.snapshot.effects.current)
+            assert "already completed in this run" in effects
+            assert "not added again" in effects
             old_run = engine.snapshot.run_id
             await engine.command({"event": "RESET", "expected_version": engine.snapshot.version})
             assert engine.snapshot.fsm.state is State.IDLE
