@@ -30,6 +30,23 @@ if TYPE_CHECKING:
     from notebook_bcc.engine.host import EngineHost
 
 
+def _task_words(snapshot: WorkflowSnapshot) -> str:
+    """What the current behavior is for, in the blueprint's or plan's own words:
+    ``of "TASK" (stage "TITLE", step "TITLE")``, falling back to ids ("" when unplaced)."""
+    progress = snapshot.location.progress
+    behavior = progress.behaviors.current
+    step, stage = progress.steps.current, progress.stages.current
+    task = None if behavior is None else (behavior.task or behavior.title or behavior.id)
+    places = [
+        f'{level} "{item.title or item.id}"'
+        for level, item in (("stage", stage), ("step", step))
+        if item is not None
+    ]
+    if task:
+        return f'of "{task.strip()}"' + (f" ({', '.join(places)})" if places else "")
+    return "in " + ", ".join(places) if places else ""
+
+
 class IrreversibleExec(NamedTuple):
     """An irreversible execution about to be confirmed: where, what, and why."""
 
@@ -106,7 +123,10 @@ class Confirmations:
         else:
             why = f"matches {reason}"
         message = (
-            verdict.reason if earlier else f"Run the irreversible action at {path.key}? ({why})"
+            verdict.reason
+            if earlier
+            else " ".join(["Run the irreversible code", _task_words(engine.snapshot)]).strip()
+            + f"? It is {why} and runs at most once in this run (action {path.key})."
         )
         contract, records = self._confirmation(
             {"message": message, "idempotency_key": key, "cell_id": cell_id},

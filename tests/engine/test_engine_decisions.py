@@ -46,6 +46,11 @@ def test_d9_irreversible_action_waits_for_a_human(
             pending = only_pending(engine, "irreversible_confirmation")
             assert "ledger.txt" in pending.details["code"]
             assert pending.details["reason"] == "planner"
+            # the question names the behavior and where it is (ids: the fixture has no titles)
+            assert pending.message.startswith(
+                'Run the irreversible code of "send_once" (stage "publish", step "send")? '
+                "It is marked irreversible in the blueprint"
+            ), pending.message
             assert harness.ledger_lines() == [], "nothing ran before the human answered"
             (waiting,) = engine.snapshot.open_contracts
             assert waiting.action_type == "confirmation"

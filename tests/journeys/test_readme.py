@@ -40,9 +40,16 @@ def test_the_readme_decision_flow_holds_as_written(tmp_path: Path) -> None:
     commands = readme_block()
     assert len(commands) >= 5
     stepwise: list[str] = []
+    printed = []
     for index, (args, expected) in enumerate(commands):
         done = cli(*args, cwd=tmp_path)
         assert done.returncode == expected, (args, done.stdout, done.stderr)
+        printed.append(done.stdout)
         if index == len(commands) - 2:
             stepwise = sources(tmp_path / "out" / "housing" / "housing.ipynb")
     assert sources(tmp_path / "out" / "housing" / "housing.ipynb") == stepwise
+    # the export question says what the code is for, in the blueprint's words
+    assert (
+        'Run the irreversible code of "Pickle the fitted model next to the notebook." '
+        '(stage "Results communication", step "Export the model")?'
+    ) in "".join(printed)
