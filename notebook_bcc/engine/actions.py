@@ -480,7 +480,7 @@ class ActionExecutor(Confirmations, Skips):
             complete
             and result is not None
             and result.status == "dead_kernel"
-            and await kernel_loss.after_death(engine, running, path)
+            and await kernel_loss.after_death(engine, running, path, why=result.message)
         ):
             return None
         ok = outcome.refused is None and result is not None and result.ok

@@ -25,6 +25,7 @@ from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.routing import with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
+from notebook_bcc.kernel.session import RESTARTED_OUTSIDE
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.store.sqlite import EventDraft
 from notebook_bcc.workflow.effects import add_current
@@ -94,9 +95,14 @@ async def before_cell(engine: EngineHost) -> bool:
     return lost_state.pending_decision(engine) is None
 
 
-async def after_death(engine: EngineHost, running: ExecutionContract, path: ActionPath) -> bool:
-    """The kernel died under ``running``: settle it, replace the kernel, rebuild; False when
-    the kernel cannot be replaced (or died too often here) and the caller fails the run."""
+async def after_death(
+    engine: EngineHost, running: ExecutionContract, path: ActionPath, *, why: str | None = None
+) -> bool:
+    """The kernel died under ``running`` (or was restarted under it: ``why`` says so): settle
+    it, replace the kernel, rebuild; False when the kernel cannot be replaced (or died too
+    often here) and the caller fails the run."""
+    restarted = why is not None and why.startswith(RESTARTED_OUTSIDE)
+    lost = "was restarted (from JupyterLab or the kernels API)" if restarted else "died"
     workflow_id = engine.snapshot.workflow_id
     earlier = await engine.store.call(lambda s: s.contracts(workflow_id))
     deaths = sum(
@@ -120,7 +126,8 @@ async def after_death(engine: EngineHost, running: ExecutionContract, path: Acti
         settled, records = fire(running, "suspend", actor="recovery", metadata=marker)
         snap, decision = engine.new_decision(
             "in_doubt",
-            f"The kernel died while the irreversible action at {path.key} ran: did it happen? "
+            f"The kernel {lost} while the irreversible action at {path.key} ran: did it "
+            "happen? "
             "Approve if it did NOT (it runs now); reject if it did (it is not repeated).",
             {
                 "contract_id": running.execution_id,
@@ -152,8 +159,9 @@ async def after_death(engine: EngineHost, running: ExecutionContract, path: Acti
     )
     await _rebuild(
         engine,
-        f"WARN: the kernel died while running {path.key}; it was replaced "
-        "and its state rebuilt from the completed cells",
+        f"WARN: the kernel {lost} while running {path.key}; "
+        + ("" if restarted else "it was replaced and ")
+        + "its state was rebuilt from the completed cells",
     )
     return True
 

@@ -46,6 +46,15 @@ from notebook_bcc.models.base import utc_now_iso
 START_ATTEMPTS = 3
 """How many times a kernel we own is started before giving up (port races at start)."""
 
+PROCESS_POLL_S = 0.5
+"""While a cell runs: how often the kernel's process id is compared with the one it began in."""
+
+RESTARTED_BY_MANAGER = "the kernel died while the cell ran (restarted by its manager)"
+RESTARTED_OUTSIDE = (
+    "the kernel was restarted while the cell ran (from JupyterLab or the kernels API); "
+    "its state was lost"
+)
+
 
 class KernelSession(SilentRequests):
     """A live kernel, its nbclient client and the bookkeeping around them.
@@ -94,6 +103,7 @@ class KernelSession(SilentRequests):
         self._dead = False
         self._closing = False
         self._lost = False
+        self._lost_why = RESTARTED_BY_MANAGER
         self._watched: set[int] = set()
         self._closed = False
 
@@ -206,12 +216,33 @@ class KernelSession(SilentRequests):
         for event in ("restart", "dead"):
             add(self._on_restart, event)
 
-    def _on_restart(self) -> None:
+    def _on_restart(self, why: str = RESTARTED_BY_MANAGER) -> None:
         inflight = self._inflight
         self._dead = True
         if inflight is not None and not inflight.done():
             self._lost = True
+            self._lost_why = why
             inflight.cancel()
+
+    def _process_id(self) -> int | None:
+        """The kernel's process id, when its manager launched it locally (else None)."""
+        pid = getattr(getattr(self._km, "provisioner", None), "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    async def _watch_process(self, task: asyncio.Future[Any]) -> None:
+        """A kernel restarted by someone else while a cell runs (JupyterLab's Restart, the
+        REST API: no restart callback fires for those) never answers that cell, and the new
+        process is alive, so nbclient would wait for the reply forever: a new process id
+        ends the cell ``dead_kernel`` like an auto-restart does."""
+        before = self._process_id()
+        if before is None:
+            return
+        while not task.done():
+            await asyncio.sleep(PROCESS_POLL_S)
+            now = self._process_id()
+            if now is not None and now != before:
+                self._on_restart(RESTARTED_OUTSIDE)
+                return
 
     async def _connect(self) -> KernelInfo:
         self._watch_restarts()
@@ -419,6 +450,7 @@ class KernelSession(SilentRequests):
             client.async_execute_cell(cell, index, store_history=store_history)
         )
         self._inflight = task
+        watcher = asyncio.ensure_future(self._watch_process(task))
         try:
             await asyncio.shield(task)
         except DeadKernelError:
@@ -428,10 +460,7 @@ class KernelSession(SilentRequests):
             if self._lost:
                 self._lost = False
                 self._dead = True
-                return (
-                    "dead_kernel",
-                    "the kernel died while the cell ran (restarted by its manager)",
-                )
+                return "dead_kernel", self._lost_why
             if self._closing:
                 return self._lost_kernel_status()
             await self._abandon(client, task)
@@ -443,6 +472,7 @@ class KernelSession(SilentRequests):
             return "dead_kernel", f"{type(exc).__name__}: {exc}"
         finally:
             self._inflight = None
+            watcher.cancel()
         return "ok", None
 
     async def _abandon(self, client: NotebookClient, task: asyncio.Future[Any]) -> None:

@@ -109,6 +109,31 @@ def test_prewarm_then_a_killed_kernel_is_dead_with_partial_outputs_then_restart(
     assert back.ok  # the restarted kernel runs cells again
 
 
+def test_a_kernel_restarted_by_its_manager_mid_cell_ends_the_cell(loop_thread: LoopThread) -> None:
+    """A manual restart (JupyterLab's Restart calls the manager's ``restart_kernel``) fires no
+    restart callback and leaves a live process: the cell still ends instead of waiting for a
+    reply the new kernel never sends (nbclient notices only if it polls in the dead window)."""
+    session = KernelSession()
+    runner = new_runner(session)
+
+    async def scenario() -> ActionOutcome:
+        await runner.start()
+        source = "import time\nprint('go', flush=True)\ntime.sleep(60)"
+        added = await runner.run(AddAction(content=source, shot_type="action"), path(0))
+        task = asyncio.ensure_future(runner.run(LAST, path(1)))
+        await started(runner, added.cell_id or "")
+        await session.km.restart_kernel(now=True)
+        try:
+            return await asyncio.wait_for(task, 15)
+        finally:
+            await session.shutdown()
+
+    ended = loop_thread.run(scenario())
+    assert ended.execution is not None
+    assert ended.execution.status == "dead_kernel"
+    assert ended.execution.outputs[0]["text"] == "go\n"
+
+
 def test_shutdown_does_not_wait_for_a_running_cell(loop_thread: LoopThread) -> None:
     session = KernelSession()
     runner = new_runner(session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 from time import monotonic
@@ -56,6 +57,38 @@ async def test_kernel_killed_mid_cell_is_replaced_and_the_run_completes(
         if r["action"].endswith("running→completed") and r["result"] == "replayed"
     ]
     assert len(replays) >= 2, "the inputs cell and prep's cell were replayed"
+
+
+async def test_kernel_restarted_mid_cell_from_lab_ends_the_cell_and_the_run_completes(
+    api: Api, root: Path
+) -> None:
+    """JupyterLab's Restart (the kernels API) fires no restart callback and the new process is
+    alive: the cell must still end, be run again on the rebuilt state, and the run complete."""
+    folder = root / "lab"
+    folder.mkdir()
+    (folder / "nap.txt").write_text("nap")
+    started = await api.start(
+        "lab/run.ipynb", "blueprints/kernel_kill.yaml", options={"auto_confirm": True}
+    )
+    workflow_id = started["workflow_id"]
+    kernel_id = started["kernel"]["kernel_id"]
+    deadline = monotonic() + 60
+    while (folder / "nap.txt").read_text() != "napping":
+        assert monotonic() < deadline, await api.snapshot(workflow_id)
+        await asyncio.sleep(0.05)
+    restarted = await api.fetch(
+        "api", "kernels", kernel_id, "restart", method="POST", body=b"", raise_error=False
+    )
+    assert restarted.code == 200, restarted.body
+    done = await api.wait_status(workflow_id, "completed", "failed", "waiting", timeout=60)
+    assert done["run"]["status"] == "completed", done["run"]
+    assert done["acceptance"]["use"]["value == 42"]["status"] == "passed", "state rebuilt"
+    trace = await api.ok("GET", "workflows", workflow_id, "trace")
+    failed = [r for r in trace["trace"] if r["action"].endswith("running→failed")]
+    assert len(failed) == 1, failed
+    said = " ".join(done["effects"]["history"] + done["effects"]["current"])
+    # nbclient may see the old process gone first ("died"), else the new process id tells
+    assert re.search(r"the kernel (died|was restarted \(from JupyterLab.*\)) while running", said)
 
 
 async def test_kernel_killed_while_idle_is_replaced_before_the_next_cell(
