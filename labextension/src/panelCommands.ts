@@ -8,6 +8,9 @@ import type { NoticeKind } from './panelNotices';
 import type { Command, FsmTransition, WorkflowSnapshot } from './types';
 import { DECISION_TITLES, controlViews, type ControlId } from './view';
 
+/** After this long in flight, a command's notice says it waits for the running cell. */
+export const SLOW_COMMAND_MS = 1500;
+
 /** What the commands need from the panel. */
 export interface CommandHost {
   readonly api: BccApi;
@@ -48,6 +51,14 @@ export class PanelCommands {
       return false;
     }
     this.host.setBusy(true);
+    // a command applies between two steps: while a long cell runs, say why nothing happens yet
+    const slow = setTimeout(() => {
+      this.host.notify(
+        'info',
+        `${what}: waiting for the running cell to finish; it applies then ` +
+          "(interrupt the kernel to stop the cell sooner)."
+      );
+    }, SLOW_COMMAND_MS);
     try {
       let fresh: WorkflowSnapshot;
       try {
@@ -85,6 +96,7 @@ export class PanelCommands {
       }
       return false;
     } finally {
+      clearTimeout(slow);
       this.host.setBusy(false);
     }
   }

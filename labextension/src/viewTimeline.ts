@@ -41,6 +41,9 @@ export function eventText(event: WorkflowEvent): string {
     case 'transition':
       return `${humanState(event.from ?? '?')} → ${humanState(event.to ?? '?')} (${event.event ?? ''})`;
     case 'run':
+      if (event.event === 'notebook_moved') {
+        return `Notebook renamed: ${String(detail['from'] ?? '?')} → ${String(detail['notebook_path'] ?? '?')}`;
+      }
       return runText(event.from ?? null, event.to ?? event.run_status ?? null, detail['reason']);
     case 'cell': {
       const type = typeof detail['cell_type'] === 'string' ? `${detail['cell_type']} ` : '';

@@ -1197,6 +1197,17 @@ describe('eventText and clock', () => {
     );
     assert.equal(eventText(event(8, { kind: 'run', from: null, to: 'running' })), 'Run started');
     assert.equal(
+      eventText(
+        event(7, {
+          kind: 'run',
+          event: 'notebook_moved',
+          run_status: 'waiting',
+          detail: { from: 'Untitled.ipynb', notebook_path: 'prices.ipynb' }
+        })
+      ),
+      'Notebook renamed: Untitled.ipynb → prices.ipynb'
+    );
+    assert.equal(
       eventText(event(8, { kind: 'run', from: 'running', to: 'completed' })),
       'Run completed'
     );

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from notebook_bcc.engine.routing import with_run
 from notebook_bcc.server.writer import ContentsNotebookWriter
+from notebook_bcc.store.sqlite import EventDraft
 
 if TYPE_CHECKING:
     from notebook_bcc.server.service import LiveWorkflow, WorkflowService
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 
 CONTENTS_EVENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
 """The schema id of jupyter_server's contents events (save, rename, copy, delete...)."""
+
+NOTEBOOK_MOVED = "notebook_moved"
+"""The ``event`` of the ``run`` event a rename or move of a workflow's notebook publishes."""
 
 
 def moved_path(path: str, old: str, new: str) -> str | None:
@@ -97,13 +101,13 @@ class NotebookFollower:
             target = moved_path(live.notebook_path, old, new)
             if target is None:
                 continue
-            live.notebook_path = target
+            old_path, live.notebook_path = live.notebook_path, target
             runtime = live.engine.runtime
             os_path = self.service.contents.os_path(target)
             if os_path is not None and hasattr(runtime, "notebook_path"):
                 runtime.notebook_path = Path(os_path)
             live.engine.snapshot = live.engine.snapshot.model_copy(update={"notebook_path": target})
-            self._spawn(self._record_path(live, target))
+            self._spawn(self._record_path(live, old_path, target))
             log.info("notebook-bcc: %s follows its notebook to %s", live.workflow_id, target)
 
     async def deleted(self, path: str) -> None:
@@ -124,11 +128,23 @@ class NotebookFollower:
         task.add_done_callback(self._tasks.discard)
 
     @staticmethod
-    async def _record_path(live: LiveWorkflow, target: str) -> None:
-        """A new snapshot version naming the new path (after the step in progress)."""
+    async def _record_path(live: LiveWorkflow, old: str, target: str) -> None:
+        """A new snapshot version naming the new path (after the step in progress), with a
+        ``run`` event ``notebook_moved``: a panel refreshes on events, and without one it
+        would answer the next decision against the version before the rename (a 409)."""
         engine = live.engine
         async with engine.lock:
-            await engine.commit(engine.snapshot.model_copy(update={"notebook_path": target}))
+            await engine.commit(
+                engine.snapshot.model_copy(update={"notebook_path": target}),
+                events=[
+                    EventDraft(
+                        "run",
+                        event=NOTEBOOK_MOVED,
+                        actor="server",
+                        detail={"from": old, "notebook_path": target},
+                    )
+                ],
+            )
 
     @staticmethod
     async def _pause(live: LiveWorkflow, reason: str) -> None:
@@ -140,4 +156,4 @@ class NotebookFollower:
                 await engine.commit(with_run(snapshot, "paused", reason))
 
 
-__all__ = ["CONTENTS_EVENTS", "NotebookFollower", "moved_path", "under"]
+__all__ = ["CONTENTS_EVENTS", "NOTEBOOK_MOVED", "NotebookFollower", "moved_path", "under"]

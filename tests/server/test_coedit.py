@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from notebook_bcc.models.event import WorkflowEvent
+from notebook_bcc.server.app import NotebookBccApp
 from tests.server.conftest import Api
 
 pytestmark = pytest.mark.timeout(120)
@@ -93,15 +95,25 @@ async def test_documents_refuse_bad_input_with_typed_errors(api: Api, root: Path
 
 
 async def test_a_rename_through_the_contents_api_moves_the_workflow(
-    api: Api, root: Path, jp_fetch: Any
+    api: Api, root: Path, jp_fetch: Any, bcc_app: NotebookBccApp
 ) -> None:
     started = await api.start("first.ipynb", "blueprints/confirm.yaml")
     workflow_id = started["workflow_id"]
     await api.wait_status(workflow_id, "waiting")
+    (live,) = bcc_app.service.live_workflows()
+    heard: list[WorkflowEvent] = []
+    live.engine.subscribe(heard.append)
     await jp_fetch(
         "api", "contents", "first.ipynb", method="PATCH", body=json.dumps({"path": "second.ipynb"})
     )
     moved = await api.wait(workflow_id, lambda s: s["notebook_path"] == "second.ipynb")
+    # the commit that records the new path publishes an event (a panel refreshes on events;
+    # without one its next answer went out against the version before the rename: a 409)
+    await until(lambda: any(e.event == "notebook_moved" for e in heard), "the move event")
+    (event,) = [e for e in heard if e.event == "notebook_moved"]
+    assert event.kind == "run"
+    assert event.detail == {"from": "first.ipynb", "notebook_path": "second.ipynb"}
+    assert event.version == (await api.snapshot(workflow_id))["version"]
     assert moved["run"]["status"] == "waiting"
     old = await api.ok("GET", "workflows", params={"notebook_path": "first.ipynb"})
     assert old == {"workflows": []}
