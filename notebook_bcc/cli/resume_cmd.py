@@ -128,7 +128,18 @@ def _resume(args: argparse.Namespace) -> int:
         elif len(pending) == 1:
             decision = pending[0].id
         elif not pending:
-            print("error: there is no pending decision to answer", file=sys.stderr)
+            ended = stored.run.status in ("completed", "cancelled")
+            print(
+                "error: there is no pending decision to answer"
+                + (
+                    f": workflow {workflow_id} is {stored.run.status} (run the same "
+                    "`notebook-bcc run` command again to start anew)"
+                    if ended
+                    else f" (the run is {stored.run.status}: `notebook-bcc resume --state-db "
+                    f"{args.state_db}` continues it)"
+                ),
+                file=sys.stderr,
+            )
             return 2
         else:
             print(

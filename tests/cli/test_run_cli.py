@@ -59,6 +59,14 @@ def test_waiting_exits_3_and_status_shows_the_decision(tmp_path: Path) -> None:
     assert snapshot["run"]["pending"][0]["kind"] == "stage_confirmation"
 
 
+def test_approve_on_a_completed_run_says_it_is_completed(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path, "paths", "--auto-confirm")).returncode == 0
+    again = cli("resume", "--state-db", tmp_path / "state.sqlite", "--approve")
+    assert again.returncode == 2
+    assert "there is no pending decision to answer: workflow wf-" in again.stderr
+    assert "is completed (run the same `notebook-bcc run` command again" in again.stderr
+
+
 def test_failed_workflow_exits_1(tmp_path: Path) -> None:
     done = cli(*run_args(tmp_path, "escalation"))
     assert done.returncode == 1
