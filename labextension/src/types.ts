@@ -256,6 +256,8 @@ export interface CreateWorkflowBody {
   /** ``notebook``: ``files`` are relative to the notebook's folder (default ``root``). */
   files_relative_to?: 'root' | 'notebook';
   options?: Record<string, unknown>;
+  /** Restart the notebook's kernel first; omitted: only when an earlier workflow ran on it. */
+  fresh_kernel?: boolean | null;
 }
 
 /** The answer to a heartbeat (``POST /documents``). */

@@ -26,6 +26,7 @@ from notebook_bcc.server.errors import (
     PlannerUnavailableError,
     ServiceStoppedError,
 )
+from notebook_bcc.server.kernels import NotebookKernel
 from notebook_bcc.server.live import LiveWorkflow, may_yield_notebook
 from notebook_bcc.server.models import (
     CreateWorkflowRequest,
@@ -38,8 +39,13 @@ from notebook_bcc.server.restore import (
 from notebook_bcc.server.service_core import ServiceCore
 from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import NotebookBusyError
+from notebook_bcc.store.sqlite import SqliteStore
+from notebook_bcc.workflow.effects import add_current
 
 log = logging.getLogger(__name__)
+
+EARLIER_SEEN = 20
+"""How many of a notebook's latest workflows are looked at for one that ran on its kernel."""
 
 
 class CreateRoom(ServiceCore):
@@ -79,6 +85,7 @@ class CreateRoom(ServiceCore):
                     problem=problem,
                     files=[relative_to_folder(path, folder_of(notebook)) for path in files],
                     options=options,
+                    fresh_kernel=request.fresh_kernel,
                 )
         except BaseException:
             await planner.aclose()
@@ -138,11 +145,13 @@ class CreateRoom(ServiceCore):
         problem: str | None,
         files: list[str],
         options: EngineOptions,
+        fresh_kernel: bool | None = None,
     ) -> LiveWorkflow:
         workflow_id = f"wf-{uuid.uuid4().hex[:12]}"
         document = await self._document(notebook, workflow_id)
         kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
         try:
+            said = await self._fresh_kernel(store, notebook, kernel, fresh_kernel)
             runtime = self._runtime(notebook, workflow_id, document, kernel.km, options)
             snapshot = new_snapshot(
                 workflow_id,
@@ -156,6 +165,10 @@ class CreateRoom(ServiceCore):
                     "kernel": kernel_record(kernel.kernel_id, kernel.session_id, kernel.km),
                 }
             )
+            if said:
+                snapshot = snapshot.model_copy(
+                    update={"effects": add_current(snapshot.effects, [said])}
+                )
             engine = await Engine.start_new(
                 store=store, planner=planner, runtime=runtime, snapshot=snapshot, options=options
             )
@@ -163,6 +176,40 @@ class CreateRoom(ServiceCore):
             await self.kernels.discard(kernel)
             raise
         return self._live_workflow(engine, kernel, notebook)
+
+    async def _fresh_kernel(
+        self, store: AsyncStore, notebook: str, kernel: NotebookKernel, fresh: bool | None
+    ) -> str | None:
+        """Restart the notebook's kernel when asked (``fresh``), or, by default, when an
+        earlier workflow of this notebook ran on it: its namespace still holds what that run
+        left (a blueprint that counts its rounds in a variable would start at round 3). A
+        kernel the session just started is fresh already. Returns the effect saying so."""
+        if kernel.created or fresh is False:
+            return None
+        earlier = None if fresh else await self._earlier_on(store, notebook, kernel.kernel_id)
+        if not fresh and earlier is None:
+            return None
+        await self.kernels.restart(kernel)
+        if earlier is None:
+            return "WARN: the notebook's kernel was restarted before the run (fresh_kernel)"
+        return (
+            f"WARN: the notebook's kernel held the state of the earlier workflow {earlier}; it "
+            "was restarted so this run starts from an empty namespace (fresh_kernel: false "
+            "keeps it)"
+        )
+
+    @staticmethod
+    async def _earlier_on(store: AsyncStore, notebook: str, kernel_id: str) -> str | None:
+        """The latest earlier workflow of ``notebook`` that ran on kernel ``kernel_id``."""
+
+        def find(s: SqliteStore) -> str | None:
+            for workflow_id in reversed(s.workflow_ids(notebook_path=notebook)[-EARLIER_SEEN:]):
+                record = s.load(workflow_id).kernel
+                if record is not None and record.kernel_id == kernel_id:
+                    return workflow_id
+            return None
+
+        return await store.call(find)
 
     async def _document(self, notebook: str, workflow_id: str) -> NotebookDocument:
         """The notebook as the workflow starts on it: read (D19: appended to, never re-run)

@@ -110,6 +110,18 @@ class Kernels:
         await self._ready(km)
         return NotebookKernel(str(model["id"]), kernel_id, km, created=True)
 
+    async def restart(self, kernel: NotebookKernel) -> None:
+        """Restart ``kernel`` through the server's kernel manager (JupyterLab sees it restart,
+        as after its own Restart): its namespace is empty afterwards."""
+        try:
+            await ensure_async(self.kernel_manager.restart_kernel(kernel.kernel_id))
+        except Exception as exc:
+            raise KernelUnavailableError(
+                f"could not restart kernel {kernel.kernel_id}: {type(exc).__name__}: {exc}",
+                details={"kernel_id": kernel.kernel_id},
+            ) from exc
+        await self._ready(kernel.km)
+
     async def _ready(self, km: Any) -> None:
         if getattr(self.kernel_manager, "use_pending_kernels", False):
             await _ready(km)

@@ -154,6 +154,12 @@ class CreateWorkflowRequest(WireModel):
         "server root; what the panel's start form sends).",
     )
     options: RunOptions = Field(default_factory=RunOptions)
+    fresh_kernel: bool | None = Field(
+        default=None,
+        description="Restart the notebook's kernel before the run starts. Omitted: restarted "
+        "only when it still holds the state of an earlier workflow of this notebook (a re-run "
+        "must not read the variables the last run left behind); `false` keeps it as it is.",
+    )
 
 
 class PlannerKind(WireModel):
