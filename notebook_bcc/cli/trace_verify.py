@@ -19,12 +19,26 @@ from notebook_bcc.store.sqlite import SqliteStore
 
 
 def _read_anchor(path: Path) -> Any:
+    """An anchor document, or the one a notebook carries (``metadata.notebook_bcc.anchor``):
+    a copy of the notebook is an anchor too."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         print(f"error: {path}: cannot read the anchor: {reason}", file=sys.stderr)
         return None
+    if isinstance(document, dict) and "cells" in document and "metadata" in document:
+        metadata = document.get("metadata")
+        own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
+        carried = own.get("anchor") if isinstance(own, dict) else None
+        if carried is None:
+            print(
+                f"error: {path} is a notebook without an anchor (no metadata.notebook_bcc."
+                "anchor: a workflow writes one at each behavior's end)",
+                file=sys.stderr,
+            )
+        return carried
+    return document
 
 
 def export_anchor_file(store: SqliteStore, path: Path) -> None:

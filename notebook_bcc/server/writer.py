@@ -57,6 +57,9 @@ _PENDING_PLANS = 32
 _DOC_METADATA = ("kernelspec", "language_info", "title", "notebook_bcc")
 """Notebook metadata keys the workflow sets in an open document."""
 
+_LAB_METADATA = frozenset({"kernelspec", "language_info"})
+"""Of those, the keys JupyterLab keeps up to date itself in an open document."""
+
 _ATTEMPTS = 3
 """How many times a write is merged again when the notebook changed while it was merged."""
 
@@ -417,17 +420,41 @@ class ContentsNotebookWriter(NotebookWriter):
                     room.ycells.insert(op.index, room.create_ycell(value))
                 else:
                     room.set_cell(op.index, value=value)
+            metadata_written = self._room_metadata(room)
         self._commit_document(
             {op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops},
             plan.detached,
             plan.deleted,
         )
-        report = WriteReport(self.path, written=bool(plan.ops))
+        report = WriteReport(self.path, written=bool(plan.ops) or metadata_written)
         report.cells = len(view) + sum(1 for op in plan.ops if op.op == "insert")
         report.detached = sorted(self._detached)
         report.deleted = sorted(self._deleted)
         report.duration_s = monotonic() - began
         return report
+
+    def _room_metadata(self, room: Any) -> bool:
+        """Put the workflow's own notebook metadata (``notebook_bcc``: its id, the anchor
+        mirror; ``title``) into a room's shared notebook, key by key where it differs; the
+        room saves it with the file, as the file writer does. Keys JupyterLab keeps itself
+        (``kernelspec``, ``language_info``) are set only when the room has none. True when
+        something was written. (jupyter_ydoc keeps the metadata map in ``YNotebook._ymeta``;
+        without it nothing is written.)"""
+        ymeta = getattr(room, "_ymeta", None)
+        if ymeta is None:
+            return False
+        shared = ymeta.get("metadata") if "metadata" in ymeta else None
+        if shared is None:
+            return False
+        present = shared.to_py() or {}
+        written = False
+        for key, value in self.doc_metadata().items():
+            if key in _LAB_METADATA and key in present:
+                continue
+            if present.get(key) != value:
+                shared[key] = value
+                written = True
+        return written
 
     def flush(self) -> WriteReport:
         """Not available: a contents manager is asynchronous; use :meth:`flush_async`."""

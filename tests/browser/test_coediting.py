@@ -230,6 +230,15 @@ def test_edit_save_and_delete_mid_run_lose_nothing_and_ask_nothing(lab: Lab, pag
     ]
     assert order[0] < order[1], sources
 
+    # the notebook says whose it is and carries the anchor mirror in both modes (with
+    # collaboration through the room's shared metadata, which the room saves with the file)
+    def own_metadata() -> dict[str, Any]:
+        content = lab.ok("GET", f"api/contents/{notebook}?content=1")["content"]
+        return dict(content["metadata"].get("notebook_bcc") or {})
+
+    wait_until(lambda: own_metadata().get("workflow_id") == workflow_id, "the workflow's id")
+    assert {"history", "trace", "events"} <= set(own_metadata()["anchor"]["chains"]), mode
+
 
 def rename_from_the_file_menu(page: Page, new_name: str) -> None:
     """File > Rename Notebook…, type ``new_name``, Rename."""

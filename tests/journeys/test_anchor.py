@@ -38,3 +38,21 @@ def test_the_notebook_carries_the_anchor_that_catches_a_rewritten_tail(tmp_path:
     refused = cli("trace", "--state-db", db, "--verify", "--anchor", anchor)
     assert refused.returncode == 1
     assert "events: the anchor records" in refused.stderr
+    # the notebook itself is an anchor too, as it is (no need to cut its metadata out)
+    by_notebook = cli("trace", "--state-db", db, "--verify", "--anchor", notebook)
+    assert by_notebook.returncode == 1
+    assert "events: the anchor records" in by_notebook.stderr
+
+
+def test_a_notebook_without_an_anchor_is_named_as_such(tmp_path: Path) -> None:
+    (tmp_path / "fixed.flag").touch()
+    db = tmp_path / "state.sqlite"
+    done = cli(
+        "run", JOURNEYS / "failing.yaml", "--notebook", tmp_path / "nb.ipynb", "--state-db", db
+    )
+    assert done.returncode == 0, done.stderr
+    plain = tmp_path / "plain.ipynb"
+    plain.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    refused = cli("trace", "--state-db", db, "--verify", "--anchor", plain)
+    assert refused.returncode == 2
+    assert "is a notebook without an anchor" in refused.stderr

@@ -195,6 +195,7 @@ def test_openapi_names_every_route_and_every_schema_it_uses() -> None:
         "files",
         "files_relative_to",
         "options",
+        "fresh_kernel",
     }
 
 
