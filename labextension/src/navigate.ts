@@ -22,6 +22,8 @@ export interface CellMark {
   createdAt: string | null;
   startedAt: string | null;
   endedAt: string | null;
+  /** The workflow that wrote the cell (a notebook keeps the cells of its earlier runs). */
+  workflow?: string | null;
 }
 
 /** What to show: any of stage / step / behavior (narrowing), or one contract. */
@@ -57,8 +59,16 @@ export function cellMark(index: number, bcc: unknown): CellMark | null {
     status: text(m['status']),
     createdAt: text(m['created_at']),
     startedAt: text(m['started_at']),
-    endedAt: text(m['ended_at'])
+    endedAt: text(m['ended_at']),
+    workflow: text(m['workflow_id'])
   };
+}
+
+/** The marks of ``workflowId``'s own cells: an earlier workflow's cells in the same notebook
+ *  share its stage ids, and counting them made a re-run's stages last minutes. A mark that
+ *  names no workflow is kept; no ``workflowId`` keeps them all. */
+export function ofWorkflow(marks: readonly CellMark[], workflowId: string | null): CellMark[] {
+  return marks.filter(mark => !workflowId || !mark.workflow || mark.workflow === workflowId);
 }
 
 /** Indices (ascending) of the cells ``target`` names; empty when it names nothing. */

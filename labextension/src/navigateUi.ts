@@ -12,7 +12,7 @@ import { Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { h } from './dom';
-import { badgeText, cellMark, followIndex, matchingCells, type CellMark, type NavTarget } from './navigate';
+import { badgeText, cellMark, followIndex, matchingCells, ofWorkflow, type CellMark, type NavTarget } from './navigate';
 import { formatDuration, nodeTimes, timeKey } from './timing';
 import type { WorkflowSnapshot } from './types';
 
@@ -39,6 +39,8 @@ export class NotebookNavigator {
   private readonly timers = new Map<NotebookPanel, number>();
   private lastBody: HTMLElement | null = null;
   private lastPath: string | null = null;
+  /** The workflow the panel shows: only its cells are navigated to and timed. */
+  private lastWorkflow: string | null = null;
   private tick: number | null = null;
   /** What was last followed (path, cell, workflow cell count). */
   private followed = '';
@@ -73,6 +75,7 @@ export class NotebookNavigator {
   decorate(body: HTMLElement, snapshot: WorkflowSnapshot | null, notebookPath: string | null): void {
     this.lastBody = body;
     this.lastPath = notebookPath;
+    this.lastWorkflow = snapshot?.workflow_id ?? null;
     if (!this.delegated.has(body)) {
       this.delegated.add(body);
       body.addEventListener('click', event => this.onClick(event));
@@ -222,7 +225,7 @@ export class NotebookNavigator {
         marks.push(mark);
       }
     }
-    return marks;
+    return panel.context.path === this.lastPath ? ofWorkflow(marks, this.lastWorkflow) : marks;
   }
 
   private watch(panel: NotebookPanel): void {

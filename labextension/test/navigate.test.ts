@@ -5,7 +5,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 
-import { badgeText, cellMark, followIndex, matchingCells, type CellMark } from '../src/navigate';
+import { badgeText, cellMark, followIndex, matchingCells, ofWorkflow, type CellMark } from '../src/navigate';
 
 function bcc(fields: Record<string, unknown>): Record<string, unknown> {
   return {
@@ -52,9 +52,21 @@ describe('cellMark', () => {
       status: 'ok',
       createdAt: '2026-11-25T10:00:00Z',
       startedAt: null,
-      endedAt: null
+      endedAt: null,
+      workflow: 'wf-1'
     });
     assert.equal(cellMark(0, { stage_id: 5, visit: 'x' })?.stage, null);
+  });
+});
+
+describe('ofWorkflow', () => {
+  it("keeps the shown workflow's cells: an earlier run's share its stage ids", () => {
+    const again = [...CELLS, bcc({ workflow_id: 'wf-2', stage_id: 'explore', step_id: 'look', behavior_id: 'b1', contract_id: 'c-9' })];
+    const all = marks(again);
+    assert.deepEqual(matchingCells(all, { stage: 'explore' }), [1, 2, 6]);
+    assert.deepEqual(matchingCells(ofWorkflow(all, 'wf-2'), { stage: 'explore' }), [6]);
+    assert.deepEqual(matchingCells(ofWorkflow(all, 'wf-1'), { stage: 'explore' }), [1, 2]);
+    assert.equal(ofWorkflow(all, null).length, all.length);
   });
 });
 
