@@ -31,6 +31,9 @@ export interface CommandHost {
 
 /** Sends the panel's commands on behalf of ``host``. */
 export class PanelCommands {
+  /** Commands (by name) sent and still waiting for a running cell to end. */
+  private readonly waiting = new Set<string>();
+
   constructor(private readonly host: CommandHost) {}
 
   /**
@@ -50,14 +53,24 @@ export class PanelCommands {
     if (!snapshot || this.host.busy) {
       return false;
     }
+    if (this.waiting.has(what)) {
+      this.host.notify('waiting', `${what}: already sent; it applies once the running cell ends.`);
+      return false;
+    }
     this.host.setBusy(true);
-    // a command applies between two steps: while a long cell runs, say why nothing happens yet
+    let holding = true;
+    // A command applies between two steps. While a long cell runs, say why nothing happens
+    // yet (until the answer comes), and give the other buttons back: a Cancel must stay
+    // possible while a Pause waits for a cell that runs for minutes.
     const slow = setTimeout(() => {
+      holding = false;
+      this.waiting.add(what);
       this.host.notify(
-        'info',
+        'waiting',
         `${what}: waiting for the running cell to finish; it applies then ` +
-          "(interrupt the kernel to stop the cell sooner)."
+          '(interrupt the kernel to stop the cell sooner).'
       );
+      this.host.setBusy(false);
     }, SLOW_COMMAND_MS);
     try {
       let fresh: WorkflowSnapshot;
@@ -97,7 +110,10 @@ export class PanelCommands {
       return false;
     } finally {
       clearTimeout(slow);
-      this.host.setBusy(false);
+      this.waiting.delete(what);
+      if (holding) {
+        this.host.setBusy(false);
+      }
     }
   }
 

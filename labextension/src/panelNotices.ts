@@ -4,7 +4,8 @@
  */
 import { h, replaceChildren } from './dom';
 
-export type NoticeKind = 'info' | 'conflict' | 'error';
+/** ``waiting``: a command in flight, shown until its answer replaces it. */
+export type NoticeKind = 'info' | 'waiting' | 'conflict' | 'error';
 
 /** The two notice areas of the panel (owned by the panel, placed by it in its layout). */
 export class PanelNotices {
@@ -14,7 +15,8 @@ export class PanelNotices {
   readonly reloadNode: HTMLElement = h('div', { class: 'jp-NotebookBcc-reloadArea' });
   private reloadAction: (() => void) | null = null;
 
-  /** Show a short notice; info notices fade after a while, others stay until dismissed. */
+  /** Show a short notice; info notices fade after a while, others stay until dismissed or
+   *  replaced (a ``waiting`` notice by its command's answer). */
   notify(kind: NoticeKind, message: string): void {
     const dismiss = h(
       'button',
@@ -29,10 +31,10 @@ export class PanelNotices {
     const notice = h(
       'div',
       {
-        class: `jp-NotebookBcc-notice jp-NotebookBcc-notice-${kind}`,
+        class: `jp-NotebookBcc-notice jp-NotebookBcc-notice-${kind === 'waiting' ? 'info' : kind}`,
         'data-testid': 'bcc-notice',
         'data-kind': kind,
-        role: kind === 'info' ? 'status' : 'alert'
+        role: kind === 'info' || kind === 'waiting' ? 'status' : 'alert'
       },
       h('span', { class: 'jp-NotebookBcc-noticeText' }, message),
       dismiss

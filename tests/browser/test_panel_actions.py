@@ -400,3 +400,35 @@ def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: P
     expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
     expect(panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')).to_have_count(0)
     assert lab.snapshot(workflow_id)["run"]["status"] == "cancelled"
+
+
+def test_a_pause_waiting_for_a_long_cell_says_so_and_leaves_cancel_usable(
+    lab: Lab, pages: Pages
+) -> None:
+    """A command applies once the running cell ends: the panel says so, and Cancel stays
+    possible meanwhile (it greyed out every button until the 12 s cell ended)."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
+    notebook = "actions/paused.ipynb"
+    lab.create_notebook(notebook)
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+    first = lab.start_workflow(notebook, "blueprints/slow_for_cancel.yaml", auto_confirm=False)
+    workflow_id = first["workflow_id"]
+    badge = tid(panel, "bcc-badge")
+    lab.wait_snapshot(workflow_id, running_code("sleep(12)"), "the 12 s cell running")
+    expect(badge).to_have_attribute("data-status", "running")
+
+    tid(panel, "bcc-pause").click()
+    waiting = panel.locator('[data-testid="bcc-notice"][data-kind="waiting"]')
+    expect(waiting).to_contain_text("Pause: waiting for the running cell to finish")
+    expect(tid(panel, "bcc-cancel")).to_be_enabled()
+    expect(waiting).to_be_visible()  # still there: it stays until the answer comes
+    assert lab.snapshot(workflow_id)["run"]["status"] == "running", "the cell still runs"
+    tid(panel, "bcc-cancel").click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    snapshot = lab.snapshot(workflow_id)
+    assert snapshot["run"]["status"] == "cancelled", snapshot["run"]
