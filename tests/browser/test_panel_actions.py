@@ -374,11 +374,13 @@ def running_code(fragment: str) -> Callable[[dict[str, Any]], bool]:
     return holds
 
 
-def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: Pages) -> None:
-    """The workflow moves on while the confirm dialog is open; Cancel still cancels it."""
+def start_slow(
+    lab: Lab, pages: Pages, notebook: str, running: str
+) -> tuple[Page, Locator, str, Locator]:
+    """The slow blueprint started on a new ``notebook`` open in a page, once the cell whose
+    code holds ``running`` runs: (page, panel, workflow id, status badge)."""
     (lab.root / "blueprints").mkdir(exist_ok=True)
     (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
-    notebook = "actions/running.ipynb"
     lab.create_notebook(notebook)
     page = pages.new()
     open_lab(page, lab, notebook)
@@ -387,8 +389,14 @@ def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: P
     first = lab.start_workflow(notebook, "blueprints/slow_for_cancel.yaml", auto_confirm=False)
     workflow_id = first["workflow_id"]
     badge = tid(panel, "bcc-badge")
-    lab.wait_snapshot(workflow_id, running_code("sleep(4)"), "the 4 s cell running")
+    lab.wait_snapshot(workflow_id, running_code(running), f"the {running} cell running")
     expect(badge).to_have_attribute("data-status", "running")
+    return page, panel, workflow_id, badge
+
+
+def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: Pages) -> None:
+    """The workflow moves on while the confirm dialog is open; Cancel still cancels it."""
+    page, panel, workflow_id, badge = start_slow(lab, pages, "actions/running.ipynb", "sleep(4)")
 
     tid(panel, "bcc-cancel").click()
     dialog = page.locator(".jp-Dialog")
@@ -407,19 +415,7 @@ def test_a_pause_waiting_for_a_long_cell_says_so_and_leaves_cancel_usable(
 ) -> None:
     """A command applies once the running cell ends: the panel says so, and Cancel stays
     possible meanwhile (it greyed out every button until the 12 s cell ended)."""
-    (lab.root / "blueprints").mkdir(exist_ok=True)
-    (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
-    notebook = "actions/paused.ipynb"
-    lab.create_notebook(notebook)
-    page = pages.new()
-    open_lab(page, lab, notebook)
-    panel = open_panel(page)
-    expect(tid(panel, "bcc-empty")).to_be_visible()
-    first = lab.start_workflow(notebook, "blueprints/slow_for_cancel.yaml", auto_confirm=False)
-    workflow_id = first["workflow_id"]
-    badge = tid(panel, "bcc-badge")
-    lab.wait_snapshot(workflow_id, running_code("sleep(12)"), "the 12 s cell running")
-    expect(badge).to_have_attribute("data-status", "running")
+    page, panel, workflow_id, badge = start_slow(lab, pages, "actions/paused.ipynb", "sleep(12)")
 
     tid(panel, "bcc-pause").click()
     waiting = panel.locator('[data-testid="bcc-notice"][data-kind="waiting"]')
