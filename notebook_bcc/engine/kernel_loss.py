@@ -102,7 +102,13 @@ async def after_death(
     it, replace the kernel, rebuild; False when the kernel cannot be replaced (or died too
     often here) and the caller fails the run."""
     restarted = why is not None and why.startswith(RESTARTED_OUTSIDE)
-    lost = "was restarted (from JupyterLab or the kernels API)" if restarted else "died"
+    # nbclient may see the old process gone before the new one is up: "died" cannot be told
+    # from a restart then, so the words cover both
+    lost = (
+        "was restarted (from JupyterLab or the kernels API)"
+        if restarted
+        else "stopped (it died or was restarted)"
+    )
     workflow_id = engine.snapshot.workflow_id
     earlier = await engine.store.call(lambda s: s.contracts(workflow_id))
     deaths = sum(
