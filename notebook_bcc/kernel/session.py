@@ -454,10 +454,17 @@ class KernelSession(SilentRequests):
         try:
             await asyncio.shield(task)
         except DeadKernelError:
+            # nbclient turns a cancel of the cell task (ours, on a restart) into this too, and
+            # then leaves its liveness poller running: it is ours to stop
+            cancel_alive_pollers(client)
             self._dead = True
+            if self._lost:
+                self._lost = False
+                return "dead_kernel", self._lost_why
             return self._lost_kernel_status()
         except asyncio.CancelledError:
             if self._lost:
+                cancel_alive_pollers(client)
                 self._lost = False
                 self._dead = True
                 return "dead_kernel", self._lost_why

@@ -86,6 +86,8 @@ async def test_kernel_restarted_mid_cell_from_lab_ends_the_cell_and_the_run_comp
     trace = await api.ok("GET", "workflows", workflow_id, "trace")
     failed = [r for r in trace["trace"] if r["action"].endswith("running→failed")]
     assert len(failed) == 1, failed
+    pollers = [t for t in asyncio.all_tasks() if "_async_poll_kernel_alive" in repr(t.get_coro())]
+    assert pollers == [], "no liveness poller of the ended cell keeps running"
     said = " ".join(done["effects"]["history"] + done["effects"]["current"])
     # nbclient may see the old process gone first ("died"), else the new process id tells
     either = r"stopped \(it died or was restarted\)|was restarted \(from JupyterLab.*\)"
