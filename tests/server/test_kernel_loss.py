@@ -9,6 +9,7 @@ import re
 import signal
 from pathlib import Path
 from time import monotonic
+from typing import Any
 
 from tests.server.conftest import Api, read_notebook
 
@@ -27,22 +28,28 @@ async def _gone(pid: int, timeout: float = 30.0) -> None:
     raise AssertionError(f"kernel {pid} still runs")
 
 
-async def test_kernel_killed_mid_cell_is_replaced_and_the_run_completes(
-    api: Api, root: Path
-) -> None:
-    folder = root / "mid"
+async def _napping(api: Api, root: Path, name: str) -> dict[str, Any]:
+    """The kernel-kill blueprint started in folder ``name``, once its cell naps (mid-cell)."""
+    folder = root / name
     folder.mkdir()
     (folder / "nap.txt").write_text("nap")
     started = await api.start(
-        "mid/run.ipynb", "blueprints/kernel_kill.yaml", options={"auto_confirm": True}
+        f"{name}/run.ipynb", "blueprints/kernel_kill.yaml", options={"auto_confirm": True}
     )
+    deadline = monotonic() + 60
+    while (folder / "nap.txt").read_text() != "napping":
+        assert monotonic() < deadline, await api.snapshot(started["workflow_id"])
+        await asyncio.sleep(0.05)
+    return started
+
+
+async def test_kernel_killed_mid_cell_is_replaced_and_the_run_completes(
+    api: Api, root: Path
+) -> None:
+    started = await _napping(api, root, "mid")
     workflow_id = started["workflow_id"]
     pid = started["kernel"]["pid"]
     assert isinstance(pid, int)
-    deadline = monotonic() + 60
-    while (folder / "nap.txt").read_text() != "napping":
-        assert monotonic() < deadline, await api.snapshot(workflow_id)
-        await asyncio.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     done = await api.wait_status(workflow_id, "completed", "failed", "waiting", timeout=90)
     assert done["run"]["status"] == "completed", done["run"]
@@ -64,18 +71,9 @@ async def test_kernel_restarted_mid_cell_from_lab_ends_the_cell_and_the_run_comp
 ) -> None:
     """JupyterLab's Restart (the kernels API) fires no restart callback and the new process is
     alive: the cell must still end, be run again on the rebuilt state, and the run complete."""
-    folder = root / "lab"
-    folder.mkdir()
-    (folder / "nap.txt").write_text("nap")
-    started = await api.start(
-        "lab/run.ipynb", "blueprints/kernel_kill.yaml", options={"auto_confirm": True}
-    )
+    started = await _napping(api, root, "lab")
     workflow_id = started["workflow_id"]
     kernel_id = started["kernel"]["kernel_id"]
-    deadline = monotonic() + 60
-    while (folder / "nap.txt").read_text() != "napping":
-        assert monotonic() < deadline, await api.snapshot(workflow_id)
-        await asyncio.sleep(0.05)
     restarted = await api.fetch(
         "api", "kernels", kernel_id, "restart", method="POST", body=b"", raise_error=False
     )
