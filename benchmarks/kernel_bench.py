@@ -44,7 +44,7 @@ from notebook_bcc.kernel import (
     NotebookWriter,
     probe_variables,
 )
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
+from notebook_bcc.models.actions import AddAction, ExecAction
 
 LAST = ExecAction(codecell_id="lastAddedCellId")
 MS = 1000.0

@@ -46,21 +46,19 @@ from notebook_bcc.engine.skips import Skips, code_key
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.kernel.cell_ids import ActionPath
 from notebook_bcc.kernel.results import ActionOutcome
-from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
-from notebook_bcc.models.names import Event, State
-from notebook_bcc.models.records import HistoryEntry, TraceRecord
-from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.protocol.action_base import PlannerAction
-from notebook_bcc.protocol.action_models import (
+from notebook_bcc.models.actions import (
     LAST_ADDED_CELL,
     AddAction,
     ExecAction,
     NewChapterAction,
     NewSectionAction,
     NewStepAction,
+    PlannerAction,
 )
-from notebook_bcc.protocol.errors import ProtocolError
-from notebook_bcc.protocol.json_actions import parse_action
+from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
+from notebook_bcc.models.names import Event, State
+from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.workflow import Applied, complete_action, navigate
 
 __all__ = [
@@ -84,19 +82,6 @@ class ActionExecutor(Confirmations, Skips):
 
     def __init__(self, engine: EngineHost) -> None:
         self.engine = engine
-        self._parses: dict[int, tuple[dict[str, Any], PlannerAction]] = {}
-
-    def _parsed(self, raw: dict[str, Any]) -> PlannerAction:
-        """The queued action ``raw`` as its model, parsed once per queue entry (the loop
-        looks at each entry up to three times); raises like :func:`parse_action`."""
-        known = self._parses.get(id(raw))
-        if known is not None and known[0] is raw:
-            return known[1]
-        (action,) = parse_action(raw)
-        if len(self._parses) >= 64:
-            self._parses.clear()
-        self._parses[id(raw)] = (raw, action)
-        return action
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -169,11 +154,7 @@ class ActionExecutor(Confirmations, Skips):
         if not kernel_loss.unchanged(self.engine.runtime):
             return False
         queue = snapshot.action_queue
-        try:
-            action = self._parsed(queue.actions[queue.index])
-        except (ProtocolError, ValueError):
-            return False
-        return self._exec_follows(action, snapshot) is not None
+        return self._exec_follows(queue.actions[queue.index], snapshot) is not None
 
     # -- the setup cells (engine/parameters.py) -------------------------------------------
 
@@ -214,15 +195,7 @@ class ActionExecutor(Confirmations, Skips):
             applied = complete_action(snap, options=engine.client_options())
             await engine.commit_applied(applied)
             return None
-        raw = queue.actions[queue.index]
-        try:
-            action = self._parsed(raw)
-        except (ProtocolError, ValueError) as exc:
-            if carry is not None:
-                await self._flush(carry)
-            message = exc.message if isinstance(exc, ProtocolError) else str(exc)
-            await engine.protocol_failure(f"queued action {queue.index} is malformed: {message}")
-            return None
+        action = queue.actions[queue.index]
         path = self.path(queue.index, snapshot=snap)
         if isinstance(action, ExecAction):
             if carry is not None:
@@ -240,10 +213,7 @@ class ActionExecutor(Confirmations, Skips):
         queue = snapshot.action_queue
         if queue.index + 1 >= len(queue.actions):
             return None
-        try:
-            following = self._parsed(queue.actions[queue.index + 1])
-        except (ProtocolError, ValueError):
-            return None
+        following = queue.actions[queue.index + 1]
         if isinstance(following, ExecAction) and following.codecell_id == LAST_ADDED_CELL:
             return following
         return None
@@ -330,9 +300,9 @@ class ActionExecutor(Confirmations, Skips):
         if action.irreversible:
             return True
         queue = snapshot.action_queue
-        for raw in reversed(queue.actions[: queue.index]):
-            if raw.get("type") in ("add", "action") or raw.get("action") == "add":
-                return bool(raw.get("irreversible"))
+        for earlier in reversed(queue.actions[: queue.index]):
+            if isinstance(earlier, AddAction):
+                return earlier.irreversible
         cell: Any = self.engine.runtime.document.get(cell_id)
         meta = cell.get("metadata", {}).get("notebook_bcc", {}) if cell is not None else {}
         return bool(meta.get("irreversible"))

@@ -15,14 +15,14 @@ from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.fsm.idempotency import IdempotencyVerdict
 from notebook_bcc.kernel.cell_ids import ActionPath
+from notebook_bcc.models.actions import (
+    ExecAction,
+)
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.names import State
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.models.snapshot import PendingDecision, WorkflowSnapshot
 from notebook_bcc.planners.base import StageRoute
-from notebook_bcc.protocol.action_models import (
-    ExecAction,
-)
 from notebook_bcc.store.sqlite import EventDraft
 from notebook_bcc.workflow import complete_action
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from notebook_bcc.kernel.cell_ids import ActionPath
+from notebook_bcc.models.actions import AddAction, ExecAction
 from notebook_bcc.models.snapshot import VariableInfo
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
 
 if TYPE_CHECKING:
     from notebook_bcc.engine.actions import ActionExecutor

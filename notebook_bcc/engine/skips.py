@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from notebook_bcc.engine.irreversible import is_irreversible
 from notebook_bcc.fsm.idempotency import IdempotencyVerdict, check_idempotency, idempotency_key
 from notebook_bcc.kernel.cell_ids import ActionPath
+from notebook_bcc.models.actions import AddAction, ExecAction
 from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
 from notebook_bcc.workflow import Applied, complete_action, navigate
 
 if TYPE_CHECKING:

@@ -16,14 +16,14 @@ from nbformat.notebooknode import NotebookNode
 from notebook_bcc.kernel.cells import bcc_of
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.results import ActionOutcome, CellChange, KernelEvent
-from notebook_bcc.models.base import utc_now_iso
-from notebook_bcc.protocol.action_models import (
+from notebook_bcc.models.actions import (
     CommunicationAction,
     FinishThinkingAction,
     IsThinkingAction,
     SetEffectAsThinkingAction,
     UpdateLastTextAction,
 )
+from notebook_bcc.models.base import utc_now_iso
 
 Emit = Callable[[NotebookNode, CellChange], None]
 """Hands a changed cell to the sinks."""

@@ -1,6 +1,7 @@
 """Actions -> cells: makes planner actions real in the notebook and the kernel.
 
-The runner takes the protocol layer's action models (``notebook_bcc.protocol.action_models``)
+The runner takes the typed notebook actions (``notebook_bcc.models.actions``, parsed by the
+protocol layer)
 one at a time with the action's path (DESIGN §9 D10) and returns an :class:`ActionOutcome`:
 the cell it created or changed, the execution result for ``exec``, events for the caller
 (``comment_result``, title, thinking markers, messages) or a refusal. It knows nothing of the
@@ -56,10 +57,7 @@ from notebook_bcc.kernel.results import (
 )
 from notebook_bcc.kernel.session import KernelSession, RawRun
 from notebook_bcc.kernel.sinks import CellSink
-from notebook_bcc.models.base import utc_now_iso
-from notebook_bcc.models.snapshot import AcceptanceResult
-from notebook_bcc.protocol.action_base import PlannerAction
-from notebook_bcc.protocol.action_models import (
+from notebook_bcc.models.actions import (
     LAST_ADDED_CELL,
     AddAction,
     AddTextAction,
@@ -71,10 +69,13 @@ from notebook_bcc.protocol.action_models import (
     NewChapterAction,
     NewSectionAction,
     NewStepAction,
+    PlannerAction,
     SetEffectAsThinkingAction,
     UpdateLastTextAction,
     UpdateTitleAction,
 )
+from notebook_bcc.models.base import utc_now_iso
+from notebook_bcc.models.snapshot import AcceptanceResult
 
 TRUNCATED_REASON = "the code action was truncated (the planner's stream ended inside it)"
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
+from notebook_bcc.models.actions import NotebookAction
 from notebook_bcc.models.base import WireModel
 from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.names import Event, State
@@ -235,7 +236,10 @@ class ActionQueue(WireModel):
 
     behavior_id: str | None = None
     iteration: int = 0
-    actions: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[NotebookAction] = Field(
+        default_factory=list,
+        description="The behavior's notebook actions, as typed models (queued as parsed).",
+    )
     index: int = 0
     executed: int = Field(default=0, description="Code executions in this behavior run.")
     succeeded: int = Field(default=0, description="Executions that ended ok.")

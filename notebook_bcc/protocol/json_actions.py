@@ -14,22 +14,7 @@ from typing import Annotated, Any, Union, cast, get_args
 
 from pydantic import Field, RootModel, ValidationError
 
-from notebook_bcc.protocol.action_base import PlannerAction
-from notebook_bcc.protocol.action_models import (
-    AddAction,
-    AddTextAction,
-    CommentResultAction,
-    CommunicationAction,
-    ExecAction,
-    FinishThinkingAction,
-    IsThinkingAction,
-    NewChapterAction,
-    NewSectionAction,
-    NewStepAction,
-    SetEffectAsThinkingAction,
-    UpdateLastTextAction,
-    UpdateTitleAction,
-)
+from notebook_bcc.models.actions import NotebookActions, PlannerAction
 from notebook_bcc.protocol.errors import ProtocolError, ProtocolIssue
 from notebook_bcc.protocol.json_text import JsonRecord, locate, pointer, validation_issues
 from notebook_bcc.protocol.planning_actions import (
@@ -56,19 +41,7 @@ from notebook_bcc.protocol.signals import (
 
 JsonAction = Annotated[
     Union[  # noqa: UP007 - a discriminated union needs the Union spelling on Python 3.10
-        AddAction,
-        AddTextAction,
-        NewChapterAction,
-        NewSectionAction,
-        NewStepAction,
-        ExecAction,
-        CommentResultAction,
-        UpdateTitleAction,
-        UpdateLastTextAction,
-        IsThinkingAction,
-        FinishThinkingAction,
-        SetEffectAsThinkingAction,
-        CommunicationAction,
+        NotebookActions,
         MarkStepCompleteSignal,
         MarkStageCompleteSignal,
         CompleteReflectionSignal,

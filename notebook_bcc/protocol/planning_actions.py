@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, JsonValue
 
-from notebook_bcc.protocol.action_base import PlannerAction
+from notebook_bcc.models.actions import PlannerAction
 
 
 class PlanStageAction(PlannerAction):

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, RootModel
 
-from notebook_bcc.protocol.action_base import PlannerAction
+from notebook_bcc.models.actions import PlannerAction
 
 
 class _Signal(PlannerAction):

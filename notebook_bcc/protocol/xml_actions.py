@@ -12,8 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, RootModel
 
-from notebook_bcc.models.base import WireModel
-from notebook_bcc.protocol.action_models import (
+from notebook_bcc.models.actions import (
     LAST_ADDED_CELL,
     AddAction,
     CommunicationAction,
@@ -22,6 +21,7 @@ from notebook_bcc.protocol.action_models import (
     NewStepAction,
     UpdateTitleAction,
 )
+from notebook_bcc.models.base import WireModel
 from notebook_bcc.protocol.json_actions import JsonAction
 from notebook_bcc.protocol.payload_base import XmlPayloadBase, base_fields
 from notebook_bcc.protocol.text import clean_block, clean_text

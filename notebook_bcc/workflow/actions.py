@@ -15,10 +15,11 @@ not an action.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
+from notebook_bcc.models.actions import NotebookAction
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.protocol.action_base import PlannerAction
 from notebook_bcc.protocol.json_actions import JsonAction
 from notebook_bcc.protocol.payloads import JsonActionsPayload
 from notebook_bcc.protocol.signals import SIGNAL_TYPES
@@ -60,10 +61,6 @@ NOTEBOOK_ACTION_TYPES = frozenset(
 """Action types an Action-Generator may send (notebook and effect actions)."""
 
 
-def _dump(action: PlannerAction) -> dict[str, object]:
-    return action.model_dump(mode="json", exclude_none=True)
-
-
 def queue_actions(draft: Draft, actions: Sequence[JsonAction]) -> None:
     """Queue ``actions`` for the current behavior and fire the matching event."""
     bad = [action.type for action in actions if action.type not in NOTEBOOK_ACTION_TYPES]
@@ -76,7 +73,7 @@ def queue_actions(draft: Draft, actions: Sequence[JsonAction]) -> None:
     queue = draft.snapshot.action_queue
     behavior = draft.level("behaviors").current
     iteration = draft.level("behaviors").iteration or queue.iteration
-    dumped = [_dump(action) for action in actions]
+    queued = cast("list[NotebookAction]", list(actions))  # every type checked just above
     draft.actions.extend(actions)
     if draft.state is State.BEHAVIOR_RUNNING:
         draft.set(
@@ -84,18 +81,18 @@ def queue_actions(draft: Draft, actions: Sequence[JsonAction]) -> None:
                 update={
                     "behavior_id": behavior.id if behavior is not None else queue.behavior_id,
                     "iteration": iteration,
-                    "actions": dumped,
+                    "actions": queued,
                     "index": 0,
                 }
             )
         )
-        if dumped:
+        if queued:
             draft.fire(Event.START_ACTION)
         else:
             draft.warn("the generator sent no action; the behavior completes")
             draft.fire(Event.COMPLETE_BEHAVIOR)
         return
-    queue = queue.model_copy(update={"actions": [*queue.actions, *dumped]})
+    queue = queue.model_copy(update={"actions": [*queue.actions, *queued]})
     draft.set(action_queue=queue)
     if queue.index < len(queue.actions):
         draft.fire(Event.NEXT_ACTION)

@@ -41,9 +41,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from notebook_bcc.models.actions import PlannerAction
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.snapshot import PlanItem, WorkflowSnapshot
-from notebook_bcc.protocol.action_base import PlannerAction
 from notebook_bcc.protocol.payloads import PlanningPayload, SignalsPayload
 from notebook_bcc.protocol.planning import ContextUpdate, PlanningResponse
 from notebook_bcc.protocol.planning_actions import (

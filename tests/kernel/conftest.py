@@ -24,7 +24,7 @@ from notebook_bcc.kernel import (
     MemorySink,
     NotebookDocument,
 )
-from notebook_bcc.protocol.action_base import PlannerAction
+from notebook_bcc.models.actions import PlannerAction
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ import pytest
 
 from notebook_bcc.kernel import ProbeConfig, criterion_problem, evaluate_criteria
 from notebook_bcc.kernel.checks import behavior_checks
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
+from notebook_bcc.models.actions import AddAction, ExecAction
 from tests.kernel.conftest import KernelHarness, path
 
 pytestmark = pytest.mark.timeout(60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from notebook_bcc.kernel.cells import bcc_of
-from notebook_bcc.protocol.action_models import (
+from notebook_bcc.models.actions import (
     AddAction,
     AddTextAction,
     CommentResultAction,

@@ -10,7 +10,7 @@ import pytest
 
 from notebook_bcc.kernel import ActionOutcome, ActionRunner, EffectsConfig
 from notebook_bcc.kernel.cells import bcc_of
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
+from notebook_bcc.models.actions import AddAction, ExecAction
 from tests.kernel.conftest import KernelHarness, path, started
 
 pytestmark = pytest.mark.timeout(60)

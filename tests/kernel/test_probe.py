@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from notebook_bcc.kernel import ProbeConfig, probe_variables
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
+from notebook_bcc.models.actions import AddAction, ExecAction
 from tests.kernel.conftest import KernelHarness, path
 
 pytestmark = pytest.mark.timeout(60)

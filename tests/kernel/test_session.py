@@ -29,7 +29,7 @@ from notebook_bcc.kernel import (
     open_notebook_kernel,
     probe_variables,
 )
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
+from notebook_bcc.models.actions import AddAction, ExecAction
 from tests.kernel.conftest import KernelHarness, LoopThread, path, started
 
 pytestmark = pytest.mark.timeout(60)

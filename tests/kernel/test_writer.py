@@ -20,7 +20,7 @@ from notebook_bcc.kernel import (
     NotebookWriter,
 )
 from notebook_bcc.kernel import writer as writer_module
-from notebook_bcc.protocol.action_models import AddAction, AddTextAction, ExecAction
+from notebook_bcc.models.actions import AddAction, AddTextAction, ExecAction
 from tests.kernel.conftest import KernelHarness, LoopThread, path
 
 pytestmark = pytest.mark.timeout(60)

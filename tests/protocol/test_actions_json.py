@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from notebook_bcc.protocol import ACTION_MODELS, ProtocolError, parse_action, parse_payload
-from notebook_bcc.protocol.action_models import (
+from notebook_bcc.models.actions import (
     AddAction,
     ExecAction,
     IsThinkingAction,
     UpdateTitleAction,
 )
+from notebook_bcc.protocol import ACTION_MODELS, ProtocolError, parse_action, parse_payload
 from tests.protocol.helpers import parse_fixture
 
 

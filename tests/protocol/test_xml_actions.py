@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from notebook_bcc.models.actions import AddAction, ExecAction
 from notebook_bcc.protocol import ProtocolError, parse_payload
-from notebook_bcc.protocol.action_models import AddAction, ExecAction
 from tests.protocol.helpers import parse_fixture
 
 EXPECTED_CODE = """

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from notebook_bcc.models import WorkflowSnapshot, new_snapshot
+from notebook_bcc.models.actions import AddAction
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.models.records import HistoryEntry
 from notebook_bcc.models.snapshot import AcceptanceResult, PlanItem, UsageTotals
@@ -75,7 +76,7 @@ def _step(snap: WorkflowSnapshot, op: str, n: int) -> WorkflowSnapshot:
         machine = snap.stage_machine.model_copy(update={"visits": visits})
         return snap.model_copy(update={"usage": usage, "stage_machine": machine})
     if op == "queue":
-        actions = [{"action": "add", "source": f"x = {n + i}"} for i in range(n % 4)]
+        actions = [AddAction(content=f"x = {n + i}") for i in range(n % 4)]
         queue = snap.action_queue.model_copy(update={"actions": actions, "index": 0})
         return snap.model_copy(update={"action_queue": queue})
     if op == "advance":
@@ -195,7 +196,7 @@ def test_a_moved_notebook_is_rekeyed_in_the_parts(tmp_path: Path) -> None:
 
 
 def _queued(snap: WorkflowSnapshot, count: int) -> WorkflowSnapshot:
-    actions = [{"action": "add", "content": f"x = {i}" + " " * 200} for i in range(count)]
+    actions = [AddAction(content=f"x = {i}" + " " * 200) for i in range(count)]
     queue = snap.action_queue.model_copy(update={"actions": actions, "index": 0})
     return snap.model_copy(update={"action_queue": queue})
 

@@ -334,19 +334,18 @@ def test_chained_housing_run_field_by_field() -> None:
     assert applied.events == [E.START_ACTION]
     assert snap.fsm.state is State.ACTION_RUNNING
     queue = snap.action_queue
-    assert [a["type"] for a in queue.actions] == ["update_title", "add", "add", "exec"]
-    assert queue.actions[0]["title"] == "Ames Housing Price Prediction"
+    assert [a.type for a in queue.actions] == ["update_title", "add", "add", "exec"]
+    assert queue.actions[0].title == "Ames Housing Price Prediction"
     assert (
-        queue.actions[1]["content"]
-        == "We load the uploaded file & check that no sale price is < 0."
+        queue.actions[1].content == "We load the uploaded file & check that no sale price is < 0."
     )
-    assert queue.actions[2]["content"] == (
+    assert queue.actions[2].content == (
         "import pandas as pd\n"
         "df_raw = pd.read_csv(user_submit_files[0])\n"
         'bad = df_raw[df_raw["SalePrice"] < 0]\n'
         "print(df_raw.shape, len(bad) == 0 & True)"
     )
-    assert queue.actions[3]["codecell_id"] == "lastAddedCellId"
+    assert queue.actions[3].codecell_id == "lastAddedCellId"
     assert (queue.behavior_id, queue.iteration, queue.index) == ("load_csv_b1", 1, 0)
     assert len(applied.actions) == 4
     events = run.execute(EXECUTION_OUTPUTS["03_actions_load_b1.xml"])
@@ -412,7 +411,7 @@ def test_chained_housing_run_field_by_field() -> None:
     # 06 NDJSON actions (last line without newline) -> START_ACTION; run; probe
     applied = run.apply("06_actions_load_b2.ndjson")
     assert applied.events == [E.START_ACTION]
-    assert [a["type"] for a in applied.snapshot.action_queue.actions] == ["add", "add", "exec"]
+    assert [a.type for a in applied.snapshot.action_queue.actions] == ["add", "add", "exec"]
     events = run.execute(EXECUTION_OUTPUTS["06_actions_load_b2.ndjson"])
     assert events[-1] is E.COMPLETE_BEHAVIOR
     run.probe(KERNEL_PROBES["06_actions_load_b2.ndjson"])
@@ -499,7 +498,7 @@ def test_chained_housing_run_field_by_field() -> None:
     applied = run.apply("10_actions_inventory_b1.json")
     assert applied.events == [E.START_ACTION]
     queue = applied.snapshot.action_queue
-    assert [a["type"] for a in queue.actions] == ["new_section", "add", "exec"]
+    assert [a.type for a in queue.actions] == ["new_section", "add", "exec"]
     run.execute(EXECUTION_OUTPUTS["10_actions_inventory_b1.json"])
     run.probe(KERNEL_PROBES["10_actions_inventory_b1.json"])
     assert run.snapshot.fsm.state is State.BEHAVIOR_COMPLETED

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import httpx
 
+from notebook_bcc.models.actions import CommunicationAction
 from notebook_bcc.models.names import State
 from notebook_bcc.models.snapshot import UsageTotals, WorkflowSnapshot
 from notebook_bcc.planners.base import (
@@ -59,7 +60,6 @@ from notebook_bcc.planners.llm.prompts import (
     prompt_values,
 )
 from notebook_bcc.planners.llm.settings import LlmSettings
-from notebook_bcc.protocol.action_models import CommunicationAction
 from notebook_bcc.protocol.errors import ProtocolError
 from notebook_bcc.protocol.parse import parse_payload
 from notebook_bcc.protocol.payloads import JsonActionsPayload, Payload
@@ -286,15 +286,15 @@ class LlmPlanner:
         if queue.behavior_id not in recent:
             return  # the queue is older than the current step: its messages were delivered
         for action in queue.actions:
-            if action.get("type") != "communication" or not isinstance(action.get("content"), str):
+            if not isinstance(action, CommunicationAction):
                 continue
-            to = agent_for_address(action.get("to"))
+            to = agent_for_address(action.to)
             if to in wanted:
                 self._post(
                     AgentMessage(
                         to=to,
                         sender="action-generator",
-                        content=str(action["content"])[:MESSAGE_CHARS],
+                        content=action.content[:MESSAGE_CHARS],
                         behavior_id=queue.behavior_id,
                     )
                 )

@@ -1,15 +1,49 @@
-"""Notebook actions of the Generating API (PROTOCOL-NOTES "JSON actions").
+"""The typed notebook actions a behavior queues (PROTOCOL-NOTES "JSON actions").
 
-Plus ``communication``, which carries the XML ``<communication to=...>`` action in JSON form.
+These are the shared vocabulary of every layer that touches a queued action: the protocol
+parses planner output into them, the reducer queues them in ``ActionQueue.actions`` as they are,
+the engine runs them and the kernel turns them into cells — one model from the wire to the cell,
+never a dict in between. ``communication`` carries the XML ``<communication to=...>`` action in
+JSON form.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from notebook_bcc.protocol.action_base import PlannerAction
+
+class PlannerAction(BaseModel):
+    """One action object: ``type`` (or its synonym ``action``) says which.
+
+    Keys the model does not name are kept (``model_extra``), never dropped: the reference
+    client's extra keys (``stage_id``, ``store_id``, ...) survive a round trip. ``irreversible``
+    marks an action with side effects outside the notebook (DESIGN §9 D8).
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    type: str
+    irreversible: bool = Field(
+        default=False, description="side effects outside the notebook: run at most once (D8)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _action_key(cls, data: Any) -> Any:
+        """Accept ``action`` as the discriminator key; refuse a ``type`` it contradicts."""
+        if isinstance(data, dict) and isinstance(data.get("action"), str):
+            if "type" not in data:
+                data = {("type" if key == "action" else key): value for key, value in data.items()}
+            elif data["type"] == data["action"]:
+                data = {key: value for key, value in data.items() if key != "action"}
+            else:
+                raise ValueError(
+                    f"type {data['type']!r} and action {data['action']!r} name different actions"
+                )
+        return data
+
 
 CODE_SHOT_TYPE = "action"
 """The ``shot_type`` that makes an ``add`` a code cell; any other (or none) is markdown."""
@@ -134,3 +168,24 @@ class CommunicationAction(PlannerAction):
     type: Literal["communication"] = "communication"
     to: str | None = Field(default=None, description="the agent the message is for")
     content: str
+
+
+NotebookActions = Union[  # noqa: UP007 - a discriminated union needs the Union spelling on 3.10
+    AddAction,
+    AddTextAction,
+    NewChapterAction,
+    NewSectionAction,
+    NewStepAction,
+    ExecAction,
+    CommentResultAction,
+    UpdateTitleAction,
+    UpdateLastTextAction,
+    IsThinkingAction,
+    FinishThinkingAction,
+    SetEffectAsThinkingAction,
+    CommunicationAction,
+]
+"""Every notebook action model (the protocol's union of all planner actions extends it)."""
+
+NotebookAction = Annotated[NotebookActions, Field(discriminator="type")]
+"""A notebook action, the only kind a behavior's action queue holds (discriminated by ``type``)."""
