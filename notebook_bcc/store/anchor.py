@@ -64,9 +64,19 @@ LOGGED_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 """Mutable table -> (its change log, the columns its state digest covers, its key columns)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""The canonical JSON of hashed rows, built once (``json.dumps`` with these options builds an
+encoder per call: a third of a row hash's time, and a commit hashes about 28 rows)."""
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as the store's canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    return _CANONICAL.encode(value)
+
+
 def row_hash(prev_hash: str, values: Sequence[Any]) -> str:
     """SHA-256 over the previous row's hash and the canonical JSON of a row's columns."""
-    payload = json.dumps(list(values), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    payload = canonical_json(list(values))
     return hashlib.sha256(f"{prev_hash}\n{payload}".encode()).hexdigest()
 
 

@@ -62,3 +62,20 @@ class ChainBrokenError(NotebookBccError):
     """A chained table row whose hash does not match its content and predecessor."""
 
     code = "chain_broken"
+
+
+class CorruptSnapshotError(StoreUnavailableError):
+    """A stored snapshot that no longer reads as a :class:`WorkflowSnapshot`: the database was
+    edited or damaged. Nothing is written on top of it (the chained record is checked apart,
+    by ``trace --verify``)."""
+
+    code = "corrupt_state"
+
+    def __init__(self, path: str, workflow_id: str, where: str, what: str) -> None:
+        super().__init__(
+            f"state database {path}: the stored snapshot of workflow {workflow_id} is unreadable "
+            f"at {where}: {what}. The database was edited or damaged; nothing was changed. The "
+            "chained record is kept apart from the snapshot: "
+            f"`notebook-bcc trace --verify --state-db {path}` checks it",
+            details={"path": path, "workflow_id": workflow_id, "where": where, "what": what},
+        )

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from notebook_bcc.models.base import utc_now_iso
 from notebook_bcc.models.cell_sources import DIGEST_CHARS, SOURCES_KEPT, source_digest
 from notebook_bcc.models.contract import ExecutionContract
@@ -25,6 +27,7 @@ from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.store import anchor, crash, exchanges, file_ids, parts
 from notebook_bcc.store.errors import (
+    CorruptSnapshotError,
     IdempotencyViolationError,
     NotebookBusyError,
     StoreUnavailableError,
@@ -118,8 +121,8 @@ def _event_row(
     return row
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_json = anchor.canonical_json
+"""Canonical JSON of stored JSON columns (trace metadata, cells, command bodies)."""
 
 
 class SqliteStore(StoreReads):
@@ -291,10 +294,19 @@ class SqliteStore(StoreReads):
         ).fetchone()
         if row is None:
             raise UnknownWorkflowError(workflow_id)
-        full = parts.read_full(self._db, workflow_id, int(row[1]))
-        if full is not None:
-            return full
-        return WorkflowSnapshot.model_validate_json(row[0])  # stored before schema 4
+        try:
+            full = parts.read_full(self._db, workflow_id, int(row[1]))
+            if full is not None:
+                return full
+            return WorkflowSnapshot.model_validate_json(row[0])  # stored before schema 4
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "its top level"
+            raise CorruptSnapshotError(str(self.path), workflow_id, where, first["msg"]) from exc
+        except (ValueError, KeyError, TypeError) as exc:  # JSON or layout of the parts
+            raise CorruptSnapshotError(
+                str(self.path), workflow_id, "its stored parts", f"{type(exc).__name__}: {exc}"
+            ) from exc
 
     def _layout(self, workflow_id: str, version: int) -> parts.Layout:
         """What is stored of ``workflow_id`` at ``version`` (inside the write transaction)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from notebook_bcc.cli import main
 from notebook_bcc.models.records import TraceRecord
 from notebook_bcc.store.anchor import CELL_COLUMNS, CONTRACT_COLUMNS
 from notebook_bcc.store.schema import CHAINED_TABLES, SCHEMA_VERSION
@@ -266,3 +267,31 @@ def test_an_old_database_catches_contract_edits_after_migration(
     assert trace(state_db, capsys, "--verify")[0] == 0
     _sql(state_db, "UPDATE contracts SET status = 'PENDING' WHERE rowid = 1")
     _refused(state_db, capsys, "contracts row execution_id=")
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ('{"id": 5}', "location.progress.stages.completed.0."),
+        ("{not json", "its stored parts: JSONDecodeError"),
+    ],
+)
+@pytest.mark.parametrize("command", ["status", "resume"])
+def test_an_edited_snapshot_is_exit_1_naming_where_not_a_traceback(
+    state_db: Path, capsys: Capsys, body: str, fragment: str, command: str
+) -> None:
+    path = "location.progress.stages.completed"
+    assert int(str(_value(state_db, "snapshot_items", "COUNT(*)", f"path = '{path}'"))) >= 1
+    before = {table: rows(state_db, table) for table in CHAINED_TABLES}
+    _sql(state_db, f"UPDATE snapshot_items SET body = '{body}' WHERE path = '{path}' AND seq = 0")
+    capsys.readouterr()
+    code = main([command, "--state-db", str(state_db)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "the stored snapshot of workflow" in err, err
+    assert fragment in err, err
+    assert "Traceback" not in err
+    assert {table: rows(state_db, table) for table in CHAINED_TABLES} == before  # nothing written
+    code, out, _ = trace(state_db, capsys, "--verify")  # the chained record is intact
+    assert code == 0
+    assert "chain verified" in out
