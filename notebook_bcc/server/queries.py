@@ -26,6 +26,7 @@ from notebook_bcc.server.models import (
 from notebook_bcc.server.planner_specs import PlannerSpecs
 from notebook_bcc.server.service_core import ServiceCore
 from notebook_bcc.server.stream import EventFeed
+from notebook_bcc.store.errors import CorruptSnapshotError
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +83,32 @@ class QueryRoom(ServiceCore):
         store = await self.start()
         path = notebook_api_path(notebook_path) if notebook_path is not None else None
 
-        def read(s: Any) -> tuple[list[WorkflowSnapshot], set[str]]:
+        live_ids = set(self._live)
+
+        def read(s: Any) -> tuple[list[tuple[str, WorkflowSnapshot | None]], set[str]]:
             ids = s.workflow_ids(notebook_path=path)
             active = set(s.workflow_ids(notebook_path=path, active=True))
-            return [s.load(i) for i in ids], active
+            found: list[tuple[str, WorkflowSnapshot | None]] = []
+            for workflow_id in ids:
+                if workflow_id in live_ids:  # its engine's snapshot is the current one
+                    found.append((workflow_id, None))
+                    continue
+                try:
+                    found.append((workflow_id, s.load(workflow_id)))
+                except CorruptSnapshotError as exc:  # one damaged row does not hide the others
+                    log.warning("notebook-bcc: workflow list: %s", exc.message)
+            return found, active
 
-        snapshots, active = await store.call(read)
+        found, active = await store.call(read)
         rows = []
-        for stored in snapshots:
-            live = self._live.get(stored.workflow_id)
-            snap = live.engine.snapshot if live is not None else stored
+        for workflow_id, stored in found:
+            live = self._live.get(workflow_id)
+            if live is not None:
+                snap = live.engine.snapshot
+            elif stored is not None:
+                snap = stored
+            else:  # stopped being live while the list was read
+                snap = await store.load(workflow_id)
             rows.append(
                 WorkflowSummary(
                     workflow_id=snap.workflow_id,

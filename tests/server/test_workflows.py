@@ -4,8 +4,10 @@ one active workflow per notebook, two notebooks at once, the user's session kern
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
+import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -346,3 +348,31 @@ async def test_a_kernel_culled_while_waiting_is_replaced_and_the_run_completes(
     assert done["kernel"]["kernel_id"] != session["kernel"]["id"], "a new session kernel"
     (replaced,) = await _sessions(jp_fetch, "work/culled.ipynb")
     assert replaced["kernel"]["id"] == done["kernel"]["kernel_id"], "one the server manages"
+
+
+async def test_a_damaged_stored_snapshot_is_503_naming_where_and_the_list_goes_on(
+    api: Api, root: Path, bcc_app: NotebookBccApp
+) -> None:
+    notebook = "work/damaged.ipynb"
+    first = (await api.start(notebook, "blueprints/quick.yaml"))["workflow_id"]
+    await api.wait_status(first, "completed", "failed")
+    second = (await api.start(notebook, "blueprints/quick.yaml"))["workflow_id"]
+    await api.wait_status(second, "completed", "failed")  # the first one is no longer live
+    with contextlib.closing(sqlite3.connect(bcc_app.store_path)) as db:
+        changed = db.execute(
+            "UPDATE snapshot_items SET body = '{\"id\": 5}' WHERE workflow_id = ?"
+            " AND path = 'location.progress.stages.completed'",
+            (first,),
+        ).rowcount
+        db.commit()
+    assert changed >= 1
+
+    code, body = await api.call("GET", "workflows", first)
+    assert code == 503, body
+    assert body["code"] == "corrupt_state"
+    assert body["details"]["where"].startswith("location.progress.stages.completed.0.")
+    assert first in body["message"]
+
+    rows = (await api.ok("GET", "workflows"))["workflows"]
+    assert [row["workflow_id"] for row in rows] == [second], "the damaged one alone is left out"
+    assert (await api.snapshot(second))["run"]["status"] == "completed"
