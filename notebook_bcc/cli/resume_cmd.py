@@ -183,24 +183,22 @@ async def _drive(
     restart: bool,
 ) -> int:
     import asyncio
-    import signal
 
-    from notebook_bcc.cli.run_cmd import print_next
+    from notebook_bcc.cli.run_cmd import (
+        install_interrupts,
+        mark_stopped,
+        print_next,
+        remove_interrupts,
+    )
     from notebook_bcc.engine.engine import exit_code_for
     from notebook_bcc.engine.headless import close_headless, open_stored
     from notebook_bcc.errors import NotebookBccError
 
     engine = await open_stored(state_db, workflow_id=workflow_id, options=options)
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, engine.request_interrupt)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError):
-            pass
+    installed = install_interrupts(engine, view)
     view.start(engine)
     result = None
+    stopped_now = False
     try:
         await engine.recovery.prepare(restart=restart)
         pending = {p.id: p for p in engine.snapshot.run.pending}
@@ -221,12 +219,16 @@ async def _drive(
         over = run.status in ("failed", "cancelled", "completed")  # e.g. a rejection failed it
         if not over and (run.status != "waiting" or not run.pending):
             result = await engine.run()
+    except asyncio.CancelledError:  # a second Ctrl-C: stopped at once
+        await mark_stopped(engine)
+        stopped_now = True
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        remove_interrupts(installed)
         view.stop(engine, result)
         await close_headless(engine)
     print_next(engine.snapshot, state_db)
+    if stopped_now:
+        return 130
     return result.exit_code if result is not None else exit_code_for(engine.snapshot)
 
 

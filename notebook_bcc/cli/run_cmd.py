@@ -145,33 +145,13 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
     ``on_open(engine)`` is called once the engine exists, before it runs (reports, uploads).
     """
     import asyncio
-    import signal
 
     from notebook_bcc.engine.headless import close_headless, open_headless
 
     engine = await open_headless(run)
     if on_open is not None:
         on_open(engine)
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    hits = 0
-
-    def on_signal() -> None:
-        nonlocal hits
-        hits += 1
-        if hits == 1:
-            view.notice("interrupt: finishing the running cell, then stopping (again to stop now)")
-            engine.request_interrupt()
-        elif task is not None:
-            task.cancel()
-
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, on_signal)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError):
-            pass
+    installed = install_interrupts(engine, view)
     view.start(engine)
     try:
         result = await engine.run()
@@ -185,12 +165,60 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
         await close_headless(engine)  # e.g. the store is locked: never orphan the kernel
         raise
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        remove_interrupts(installed)
     view.stop(engine, result)
     await close_headless(engine)
     print_next(engine.snapshot, run.state_db)
     return result.exit_code
+
+
+def install_interrupts(engine: Any, view: Any) -> list[Any]:
+    """Ctrl-C / SIGTERM for the running task (``run`` and ``resume`` alike, D1): the first
+    stops at the next safe point, saying what it waits for; the second cancels the task now
+    (the caller records the run ``interrupted``). Returns the signals installed."""
+    import asyncio
+    import signal
+
+    from notebook_bcc.models.names import State
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    hits = 0
+
+    def on_signal() -> None:
+        nonlocal hits
+        hits += 1
+        if hits == 1:
+            if engine.snapshot.fsm.state is State.ACTION_RUNNING:
+                view.notice(
+                    "interrupt: finishing the running cell, then stopping (again to stop now)"
+                )
+            else:
+                view.notice(
+                    "interrupt: stopping (no cell is running; a planner call in flight is "
+                    "dropped and asked again on resume)"
+                )
+            engine.request_interrupt()
+        elif task is not None:
+            task.cancel()
+
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):
+            pass
+    return installed
+
+
+def remove_interrupts(installed: list[Any]) -> None:
+    """Undo :func:`install_interrupts`."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for sig in installed:
+        loop.remove_signal_handler(sig)
 
 
 async def mark_stopped(engine: Any) -> None:

@@ -13,6 +13,7 @@ the run ``failed`` and leaves the FSM where it is; a human decision sets it ``wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -141,6 +142,7 @@ class Engine(Moves, Commands, Committer):
         self.recovery = Recovery(self)
         self.kernel_started = False
         self._interrupt_requested = False
+        self._interrupted = asyncio.Event()
         self.lock = asyncio.Lock()
         """Held by the loop for each step and by each command: one writer at a time."""
         self._next_inbox_poll: float = 0.0
@@ -213,6 +215,7 @@ class Engine(Moves, Commands, Committer):
     def request_interrupt(self) -> None:
         """Ctrl-C / SIGTERM: stop at the next safe point, the run ``interrupted`` (D1)."""
         self._interrupt_requested = True
+        self._interrupted.set()
 
     @property
     def interrupt_requested(self) -> bool:
@@ -359,7 +362,7 @@ class Engine(Moves, Commands, Committer):
         request = PlannerRequest(point, snapshot, lambda: self.observation(snapshot), feedback)
         began = monotonic()
         try:
-            reply = await call(request)
+            reply = await self._unless_interrupted(point, call(request))
         except ProtocolError as exc:
             # The refused payload (``details["body"]`` when the planner kept it) goes to the
             # trace before the failure, so what the planner sent is never lost.
@@ -387,6 +390,30 @@ class Engine(Moves, Commands, Committer):
             raise StepEnded(f"{point}: the step ended") from exc
         self._usage(reply.usage if reply else None, (monotonic() - began) * 1000)
         return reply
+
+    async def _unless_interrupted(
+        self, point: DecisionPoint, asking: Awaitable[PlannerReply | None]
+    ) -> PlannerReply | None:
+        """``asking``'s reply, or :class:`StepEnded` when Ctrl-C / SIGTERM / a stop request
+        comes first: a planner call is a safe point (nothing of its turn is committed yet),
+        so it is dropped, and the loop records the run ``interrupted``; resume asks again.
+        A slow or rate-limited planner no longer holds a stop for minutes."""
+        task = asyncio.ensure_future(asking)
+        if not self._interrupt_requested:
+            stop = asyncio.ensure_future(self._interrupted.wait())
+            try:
+                await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:  # the run itself was cancelled: leave no call behind
+                task.cancel()
+                raise
+            finally:
+                stop.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                raise StepEnded(f"{point}: interrupted while the planner was answering")
+        return await task
 
     def _usage(self, usage: UsageTotals | None, latency_ms: float) -> None:
         snap = self.snapshot

@@ -53,12 +53,24 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 def bound_names(source: str) -> list[str]:
-    """Names a cell binds at its top level (assignments, imports, defs, loops, ``with``), in
-    order; code that does not parse counts as binding ``?`` (it may have bound anything)."""
+    """Names a cell binds at its top level (assignments, imports, defs, loops), in order; code
+    that does not parse counts as binding ``?`` (it may have bound anything).
+
+    A ``with ... as NAME`` target alone is not state: its context manager is closed when the
+    block ends (``with open("summary.txt", "w") as out`` leaves a closed file), so losing it
+    is no reason to offer repeating the cell's side effect. A name the cell also binds
+    otherwise still counts.
+    """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ["?"]
+    managed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    managed.update(id(target) for target in ast.walk(item.optional_vars))
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -66,7 +78,8 @@ def bound_names(source: str) -> list[str]:
         elif isinstance(node, ast.alias):
             names.append((node.asname or node.name).split(".")[0])
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.append(node.id)
+            if id(node) not in managed:
+                names.append(node.id)
     return list(dict.fromkeys(names))
 
 

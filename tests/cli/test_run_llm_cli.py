@@ -3,15 +3,20 @@ against ``python -m notebook_bcc.testing.scripted_llm`` (the way examples record
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from notebook_bcc.cli import main
-from tests.conftest import FIXTURES
+from notebook_bcc.store.sqlite import SqliteStore
+from notebook_bcc.testing.scripted_llm import ScriptedLlmServer, rate_limited
+from tests.conftest import FIXTURES, run_cli
 
 CONVERSATION = FIXTURES / "llm" / "conversation"
 PRICES = FIXTURES / "dslc" / "prices.csv"
@@ -137,3 +142,72 @@ def test_the_scripted_server_refuses_a_folder_without_replies(tmp_path: Path) ->
     )
     assert done.returncode == 2
     assert "no reply files (NNN-<agent-id>.txt)" in done.stderr
+
+
+def _requests_beyond(server: ScriptedLlmServer, count: int, timeout: float = 120) -> None:
+    """Wait until the server has received more than ``count`` requests."""
+    deadline = time.monotonic() + timeout
+    while len(server.received) <= count:
+        assert time.monotonic() < deadline, "the planner was never asked again"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_while_resume_waits_on_a_rate_limited_planner_stops_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README flow (run, then ``resume --approve``) with the LLM rate-limiting the next
+    turn for a minute: one Ctrl-C stops the waiting ``resume`` now, as it does for ``run``
+    (it used to wait out the planner, Ctrl-C after Ctrl-C); nothing is lost, and a later
+    ``resume`` asks the planner again and completes."""
+    monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
+    state_db = tmp_path / "state.sqlite"
+    with ScriptedLlmServer(CONVERSATION) as server:
+        first = run_cli(
+            *("run", "--planner", "llm", "--llm-base-url", server.base_url),
+            *("--model", "scripted", "--problem", "Describe the house prices"),
+            *("--file", PRICES, "--notebook", tmp_path / "nb.ipynb", "--state-db", state_db),
+        )
+        assert first.returncode == 3, first.stdout[-2000:] + first.stderr
+        asked = len(server.received)
+        server.inject(rate_limited("60"))
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "notebook_bcc",
+                "resume",
+                "--state-db",
+                str(state_db),
+                "--approve",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _requests_beyond(server, asked)  # the 429 is answered: the planner now waits
+            process.send_signal(signal.SIGINT)
+            began = time.monotonic()
+            out, err = process.communicate(timeout=60)
+            took = time.monotonic() - began
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == 130, out[-2000:] + err
+        assert took < 30, "the first Ctrl-C waited out the planner's Retry-After"
+        assert "no cell is running" in out + err
+        status = json.loads(run_cli("status", "--state-db", state_db, "--json").stdout)
+        assert status["run"]["status"] == "interrupted"
+
+        assert main(["resume", "--state-db", str(state_db)]) == 0
+    notebook = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(cell["source"]) for cell in notebook["cells"]]
+    assert len(sources) == len(set(sources)), "no cell was written twice"
+    store = SqliteStore(state_db)
+    try:
+        (workflow_id,) = store.workflow_ids()
+        irreversible = [c for c in store.contracts(workflow_id) if c.irreversible]
+    finally:
+        store.close()
+    assert [c.status.value for c in irreversible] == ["COMPLETED"], "the write ran once"

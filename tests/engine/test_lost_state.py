@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from notebook_bcc.engine.lost_state import bound_names
 from notebook_bcc.store.sqlite import SqliteStore
 from tests.conftest import FIXTURES, SLOW, run_cli
 
@@ -148,3 +149,23 @@ def test_auto_confirm_records_the_question_and_never_repeats_the_side_effect(
         store.close()
     assert answers, "the question is recorded"
     assert "continued without the state" in json.dumps(_status(db))
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ('with open("summary.txt", "w") as out:\n    out.write("x")\n', []),
+        ('with open("a") as f, open("b") as (g):\n    rows = f.read()\n', ["rows"]),
+        ("async def go():\n    async with lock as held:\n        pass\n", ["go"]),
+        ('with open("a") as f:\n    pass\nf = 1\n', ["f"]),
+        (
+            "import pandas as pd\nsent = post(url)\nfor i in range(2):\n    pass\n",
+            ["pd", "sent", "i"],
+        ),
+        ("def send(:", ["?"]),
+    ],
+)
+def test_a_with_target_alone_is_not_state_worth_repeating_a_side_effect(
+    source: str, names: list[str]
+) -> None:
+    assert bound_names(source) == names
