@@ -55,11 +55,13 @@ def pick_workflow(store: Any, workflow_id: str | None) -> str:
 def _status(args: argparse.Namespace) -> int:
     from notebook_bcc.cli.next_steps import next_commands
     from notebook_bcc.cli.views import print_json, summary_lines
+    from notebook_bcc.engine.offline import owner_alive
 
     store = open_existing(args.state_db)
     try:
         snapshot = store.load(pick_workflow(store, args.workflow))
         others = len(store.workflow_ids()) - 1
+        owner = store.owner(snapshot.workflow_id)
     finally:
         store.close()
     if args.json:
@@ -76,6 +78,9 @@ def _status(args: argparse.Namespace) -> int:
     print(
         f"run: {snapshot.run.status}" + (f" — {snapshot.run.reason}" if snapshot.run.reason else "")
     )
+    if snapshot.run.status == "running" and not owner_alive(owner):
+        gone = f"its process {owner} is gone" if owner else "no process owns it"
+        print(f"  nothing drives this run now: {gone} (killed?)")
     current = progress.stages.current
     print(
         "stages: "

@@ -130,3 +130,27 @@ def test_cancel_from_another_process_exits_4_and_stays_cancelled(
 
     assert main(["resume", "--state-db", str(durable.state_db), "--auto-confirm"]) == 4
     assert durable.snapshot().fsm.state is State.CANCELLED, "cancelled leaves only by RESET"
+
+
+def test_status_after_kill_9_says_nothing_drives_the_run_and_resume_continues(
+    durable: Durable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    durable.nap(60)
+    process = durable.cli_run("--auto-confirm")
+    try:
+        durable.wait_for_nap(process)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)  # reaps it and closes its pipes
+    finally:
+        stop(process)
+    capsys.readouterr()
+    assert main(["status", "--state-db", str(durable.state_db)]) == 0
+    out = capsys.readouterr().out
+    assert "run: running" in out
+    assert f"nothing drives this run now: its process {process.pid}@" in out, out
+
+    assert main(["resume", "--state-db", str(durable.state_db), "--auto-confirm"]) == 0
+    durable.assert_finished()
+    capsys.readouterr()
+    assert main(["status", "--state-db", str(durable.state_db)]) == 0
+    assert "nothing drives" not in capsys.readouterr().out

@@ -10,7 +10,7 @@ import pytest
 from notebook_bcc.planners.base import PlannerError
 from notebook_bcc.planners.llm.client import ChatClient, ChatResult
 from notebook_bcc.planners.llm.errors import LlmApiError, LlmResponseError, LlmSettingsError
-from notebook_bcc.planners.llm.settings import LlmSettings, api_key
+from notebook_bcc.planners.llm.settings import API_KEY_ENVS, LlmSettings, api_key
 from notebook_bcc.testing.scripted_llm import (
     Fault,
     Reply,
@@ -251,3 +251,29 @@ def test_settings_round_trip_and_the_endpoint() -> None:
     settings = fast("http://127.0.0.1:11434/v1/", templates="/t")
     assert settings.endpoint == "http://127.0.0.1:11434/v1/chat/completions"
     assert LlmSettings.from_json({**settings.to_json(), "unknown": 1}) == settings
+
+
+@pytest.mark.parametrize(
+    ("env", "key_env", "hint"),
+    [
+        (
+            {"NOTEBOOK_BCC_LLM_API_KEY": "sk-wrong"},
+            None,
+            "the API key comes from $NOTEBOOK_BCC_LLM_API_KEY",
+        ),
+        ({"MY_KEY": "sk-wrong"}, "MY_KEY", "the API key comes from $MY_KEY"),
+        ({}, None, "no API key was sent: set $NOTEBOOK_BCC_LLM_API_KEY"),
+    ],
+)
+def test_a_401_says_where_the_key_came_from(
+    env: dict[str, str], key_env: str | None, hint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (*API_KEY_ENVS, "MY_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    refused = Fault(status=401, body='{"error": {"message": "Incorrect API key"}}')
+    with ScriptedLlmServer([refused]) as server, pytest.raises(LlmApiError) as caught:
+        call(fast(server.base_url, api_key_env=key_env))
+    assert hint in caught.value.message
+    assert "sk-wrong" not in caught.value.message

@@ -38,7 +38,7 @@ from notebook_bcc.planners.http_transport import (
     transport_retry,
 )
 from notebook_bcc.planners.llm.errors import LlmApiError, LlmResponseError
-from notebook_bcc.planners.llm.settings import LlmSettings, api_key
+from notebook_bcc.planners.llm.settings import LlmSettings, api_key, key_hint
 from notebook_bcc.planners.llm.sse import SseDecoder, SseError, SseEvent
 
 log = logging.getLogger(__name__)
@@ -394,8 +394,9 @@ class ChatClient:
             )
         if not 200 <= status < 300:
             excerpt = redact(await _error_excerpt(response), secret)
+            hint = f" ({key_hint(self.config)})" if status in (401, 403) else ""
             raise LlmApiError(
-                f"{agent}: POST {url}: the API refused the request: HTTP {status}{excerpt}",
+                f"{agent}: POST {url}: the API refused the request: HTTP {status}{excerpt}{hint}",
                 details={
                     "url": url,
                     "agent": agent,

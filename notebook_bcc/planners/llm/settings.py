@@ -107,4 +107,15 @@ def api_key(settings: LlmSettings) -> str | None:
     return None
 
 
-__all__ = ["API_KEY_ENVS", "LlmSettings", "api_key"]
+def key_hint(settings: LlmSettings) -> str:
+    """Where the API key was read from, for a refused request (401/403): what to check."""
+    if settings.api_key_env:
+        return f"the API key comes from ${settings.api_key_env}"
+    for name in API_KEY_ENVS:
+        if os.environ.get(name):
+            return f"the API key comes from ${name} (--llm-api-key-env NAME reads another)"
+    names = " or ".join(f"${name}" for name in API_KEY_ENVS)
+    return f"no API key was sent: set {names} (or name one with --llm-api-key-env)"
+
+
+__all__ = ["API_KEY_ENVS", "LlmSettings", "api_key", "key_hint"]
