@@ -147,6 +147,11 @@ class PlainView:
             self._line(
                 f"kernel restored: {detail.get('replayed', 0)} cells replayed{skipped}{failed}"
             )
+        elif event.kind == "run" and event.to is None:  # a note on the run, not a status
+            what = str(event.event or "note").replace("_", " ")
+            said = event.detail.get("reason") or event.detail.get("message")
+            where = f" (stage {event.detail['stage']})" if event.detail.get("stage") else ""
+            self._line(f"run: {what}{where}" + (f": {said}" if said else ""))
         elif event.kind == "run":
             reason = event.detail.get("reason")
             self._line(f"run {event.to}" + (f": {reason}" if reason else ""))
