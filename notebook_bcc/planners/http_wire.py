@@ -104,6 +104,10 @@ def recase_states(observation: dict[str, Any], case: Literal["upper", "lower"]) 
     return doc
 
 
+EXCERPT_CHARS = 80
+"""Characters of a refused body quoted in the error message (the trace keeps the body)."""
+
+
 class HttpProtocolError(ProtocolError):
     """A response the protocol layer refused; ``details`` keep the body and where it came from.
 
@@ -134,6 +138,12 @@ class HttpProtocolError(ProtocolError):
             issues=error.issues,
         )
         self.body = body
+        shown = " ".join(body.split())
+        excerpt = shown[:EXCERPT_CHARS] + ("…" if len(shown) > EXCERPT_CHARS else "")
+        self.message = (
+            f"{self.message} (HTTP {status}, {content_type or 'no Content-Type'}, "
+            f"{len(body.encode('utf-8'))} bytes: {excerpt!r})"
+        )
         self.details.update(
             {
                 "point": point,

@@ -32,6 +32,10 @@ class ProtocolIssue:
         }
 
 
+PAYLOAD = "payload"
+"""The ``kind`` of a document whose payload kind is not known yet (detection failed)."""
+
+
 class ProtocolError(NotebookBccError, ValueError):
     """A planner payload that is malformed, unsafe or of the wrong kind.
 
@@ -103,4 +107,6 @@ def _format_issue(source: str, kind: str, issue: ProtocolIssue) -> str:
 
 def _describe(kind: str, issue: ProtocolIssue) -> str:
     where = f"line {issue.line}: " if issue.line is not None else ""
+    if kind == PAYLOAD and _label(kind, issue) == PAYLOAD:  # the kind itself is unknown
+        return f"{where}{_message(issue)}"
     return f"{kind} payload: {where}{_label(kind, issue)}: {_message(issue)}"

@@ -300,6 +300,11 @@ def test_garbage_is_a_protocol_error_with_the_body(
     assert caught.value.details["body"] == body
     assert caught.value.details["point"] == "plan_stages"
     assert server.paths() == ["/planning"]
+    # what a person reads says what came back, not "payload payload: ... payload: ..."
+    message = caught.value.message
+    assert "payload payload" not in message
+    assert f"HTTP 200, {content_type or 'no Content-Type'}" in message
+    assert f"{len(body.encode())} bytes: {' '.join(body.split())[:40]!r}"[:-1] in message
 
 
 def test_bad_ndjson_line_stops_the_stream_at_once(server: ScriptedServer) -> None:
