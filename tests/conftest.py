@@ -19,6 +19,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -218,3 +219,22 @@ def token_request(
             return exc.code, json.loads(raw or b"null")
         except ValueError:
             return exc.code, raw.decode(errors="replace")
+
+
+class StdoutWatch:
+    """Reads a process's stdout in a thread and sets ``seen`` once a line holds ``fragment``
+    (a test acts once the process said it reached a point, not after a fixed sleep)."""
+
+    def __init__(self, process: subprocess.Popen[str], fragment: str) -> None:
+        self.seen = threading.Event()
+        self.lines: list[str] = []
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                self.lines.append(line)
+                if fragment in line:
+                    self.seen.set()
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()

@@ -187,6 +187,7 @@ async def _drive(
     from notebook_bcc.cli.run_cmd import (
         install_interrupts,
         mark_stopped,
+        planner_notices,
         print_next,
         remove_interrupts,
     )
@@ -196,6 +197,7 @@ async def _drive(
 
     engine = await open_stored(state_db, workflow_id=workflow_id, options=options)
     installed = install_interrupts(engine, view)
+    quiet = planner_notices(view)
     view.start(engine)
     result = None
     stopped_now = False
@@ -224,6 +226,7 @@ async def _drive(
         stopped_now = True
     finally:
         remove_interrupts(installed)
+        quiet()
         view.stop(engine, result)
         await close_headless(engine)
     print_next(engine.snapshot, state_db)

@@ -152,6 +152,7 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
     if on_open is not None:
         on_open(engine)
     installed = install_interrupts(engine, view)
+    quiet = planner_notices(view)
     view.start(engine)
     try:
         result = await engine.run()
@@ -166,6 +167,7 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
         raise
     finally:
         remove_interrupts(installed)
+        quiet()
     view.stop(engine, result)
     await close_headless(engine)
     print_next(engine.snapshot, run.state_db)
@@ -210,6 +212,33 @@ def install_interrupts(engine: Any, view: Any) -> list[Any]:
         except (NotImplementedError, RuntimeError):
             pass
     return installed
+
+
+def planner_notices(view: Any) -> Any:
+    """Show the planner's retries (what failed, the attempt, the wait) and its warnings as
+    notices while a run drives it; returns the function that stops it."""
+    import logging
+
+    class Notices(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING or getattr(record, "planner_retry", False):
+                try:
+                    view.notice(f"planner: {record.getMessage()}")
+                except Exception:
+                    self.handleError(record)
+
+    logger = logging.getLogger("notebook_bcc.planners")
+    handler = Notices(logging.INFO)
+    level = logger.level
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+
+    def stop() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+    return stop
 
 
 def remove_interrupts(installed: list[Any]) -> None:

@@ -74,6 +74,7 @@ from notebook_bcc.planners.http_routing import (
 )
 from notebook_bcc.planners.http_settings import HttpPlannerError, HttpPlannerSettings
 from notebook_bcc.planners.http_transport import (
+    RETRY_NOTE,
     LoopClient,
     RetryableAttempt,
     backoff_delay,
@@ -283,7 +284,16 @@ class HttpPlanner:
                 )
                 if failure.retry_after is not None:
                     delay = min(failure.retry_after, self.config.retry_after_cap)
-                log.info("%s %s failed (%s); retry in %.3fs", point, url, failure.cause, delay)
+                log.info(
+                    "planner %s: %s failed (%s); attempt %d of %d in %.1f s",
+                    point,
+                    url,
+                    failure.cause,
+                    attempt + 1,
+                    total_attempts,
+                    delay,
+                    extra=RETRY_NOTE,
+                )
                 await self._sleep(delay)
                 continue
             except asyncio.TimeoutError:
@@ -291,11 +301,20 @@ class HttpPlanner:
                 last_status = None
                 if attempt == total_attempts:
                     break
-                await self._sleep(
-                    backoff_delay(
-                        attempt, self.config.backoff_base, self.config.backoff_cap, self._rng
-                    )
+                delay = backoff_delay(
+                    attempt, self.config.backoff_base, self.config.backoff_cap, self._rng
                 )
+                log.info(
+                    "planner %s: %s: %s; attempt %d of %d in %.1f s",
+                    point,
+                    url,
+                    causes[-1],
+                    attempt + 1,
+                    total_attempts,
+                    delay,
+                    extra=RETRY_NOTE,
+                )
+                await self._sleep(delay)
                 continue
             self._fell_back = False
             if received.status == 204:

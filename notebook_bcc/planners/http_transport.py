@@ -16,6 +16,11 @@ import time
 
 import httpx
 
+RETRY_NOTE = {"planner_retry": True}
+"""``extra`` of the log record a planner writes before it retries (what failed, the attempt
+and the wait): the CLI shows those records as notices, so a rate-limited or slow planner is
+never a silent minute."""
+
 ERROR_BODY_CHARS = 2_000
 """How much of an error response's body a planner error quotes."""
 

@@ -16,7 +16,7 @@ import pytest
 from notebook_bcc.cli import main
 from notebook_bcc.store.sqlite import SqliteStore
 from notebook_bcc.testing.scripted_llm import ScriptedLlmServer, rate_limited
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, StdoutWatch, run_cli
 
 CONVERSATION = FIXTURES / "llm" / "conversation"
 PRICES = FIXTURES / "dslc" / "prices.csv"
@@ -185,18 +185,30 @@ def test_ctrl_c_while_resume_waits_on_a_rate_limited_planner_stops_at_once(
             text=True,
         )
         try:
-            _requests_beyond(server, asked)  # the 429 is answered: the planner now waits
+            _requests_beyond(server, asked)
+            # the 429 is answered and the person is told: the planner now waits
+            notice = StdoutWatch(process, "attempt 2 of")
+            assert notice.seen.wait(60), "no word about the rate limit"
             process.send_signal(signal.SIGINT)
             began = time.monotonic()
-            out, err = process.communicate(timeout=60)
+            process.wait(timeout=60)
             took = time.monotonic() - began
+            notice.thread.join(timeout=10)
+            out = "".join(notice.lines)
+            err = process.stderr.read() if process.stderr is not None else ""
         finally:
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
             if process.poll() is None:
                 process.kill()
                 process.wait()
         assert process.returncode == 130, out[-2000:] + err
         assert took < 30, "the first Ctrl-C waited out the planner's Retry-After"
         assert "no cell is running" in out + err
+        (said,) = [line for line in notice.lines if "attempt 2 of" in line]
+        assert "HTTP 429" in said
+        assert "in 60.0 s" in said, said
         status = json.loads(run_cli("status", "--state-db", state_db, "--json").stdout)
         assert status["run"]["status"] == "interrupted"
 

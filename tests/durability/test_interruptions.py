@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import threading
 import time
 
 import pytest
@@ -20,26 +18,8 @@ import pytest
 from notebook_bcc.cli import main
 from notebook_bcc.models.contract import ExecutionStatus
 from notebook_bcc.models.names import State
+from tests.conftest import StdoutWatch
 from tests.durability.conftest import Durable, stop
-
-
-class StdoutWatch:
-    """Reads a process's stdout in a thread and sets ``seen`` once a line holds ``fragment``
-    (the second signal is sent when the first was handled, not after a fixed sleep)."""
-
-    def __init__(self, process: subprocess.Popen[str], fragment: str) -> None:
-        self.seen = threading.Event()
-        self.lines: list[str] = []
-
-        def read() -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                self.lines.append(line)
-                if fragment in line:
-                    self.seen.set()
-
-        self.thread = threading.Thread(target=read, daemon=True)
-        self.thread.start()
 
 
 def status_json(durable: Durable, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:

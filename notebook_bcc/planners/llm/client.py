@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from notebook_bcc.planners.http_transport import (
+    RETRY_NOTE,
     LoopClient,
     RetryableAttempt,
     backoff_delay,
@@ -350,7 +351,16 @@ class ChatClient:
             delay = backoff_delay(attempt, config.backoff_base, config.backoff_cap, self._rng)
             if retry_after is not None:
                 delay = min(retry_after, config.retry_after_cap)
-            log.info("%s: POST %s failed (%s); retry in %.3fs", agent, url, causes[-1], delay)
+            log.info(
+                "%s: POST %s failed (%s); attempt %d of %d in %.1f s",
+                agent,
+                url,
+                causes[-1],
+                attempt + 1,
+                total,
+                delay,
+                extra=RETRY_NOTE,
+            )
             await self._sleep(delay)
         attempts = len(causes)
         raise LlmApiError(
