@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from notebook_bcc.cli import run_planners
+
 
 def register(subparsers: Any) -> None:
     """Add the ``resume`` and ``trace`` commands."""
@@ -39,6 +41,7 @@ def register(subparsers: Any) -> None:
         "once; a failed replay always asks)",
     )
     resume.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
+    run_planners.add_setting_arguments(resume)
     resume.set_defaults(handler=_resume)
     trace = subparsers.add_parser(
         "trace", help="the full FSM history and contract trace of a run (--verify the hashes)"
@@ -108,6 +111,10 @@ def _resume(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    changes = run_planners.changed_settings(args, stored.planner.kind)
+    if isinstance(changes, str):
+        print(f"error: {changes}", file=sys.stderr)
+        return 2
     answering = args.approve or args.reject or args.auto_confirm
     if pending and stored.run.status == "waiting" and not answering:
         # nothing to do but wait: say what is pending and how to answer, start no kernel
@@ -116,6 +123,11 @@ def _resume(args: argparse.Namespace) -> int:
                 print(line, file=sys.stderr)
         for line in next_commands(stored, args.state_db):
             print(line, file=sys.stderr)
+        if changes:
+            print(
+                "the planner settings given were not changed: give them with the answer",
+                file=sys.stderr,
+            )
         return 3
     decision: str | None = None
     if args.approve or args.reject:
@@ -163,8 +175,34 @@ def _resume(args: argparse.Namespace) -> int:
             decision=decision,
             answer=answer,
             restart=args.restart,
+            changes=changes,
         )
     )
+
+
+async def record_settings(engine: Any, changes: dict[str, Any]) -> None:
+    """Store the planner settings ``resume`` changed, with a trace record of old -> new."""
+    import time
+
+    from notebook_bcc.models.records import TraceRecord
+
+    snapshot = engine.snapshot
+    before = snapshot.planner.settings
+    planner = snapshot.planner.model_copy(update={"settings": {**before, **changes}})
+    await engine.commit(
+        snapshot.model_copy(update={"planner": planner}),
+        records=[
+            TraceRecord(
+                actor="human",
+                action="planner_settings",
+                timestamp=time.time(),
+                result="changed by resume",
+                metadata={key: [before.get(key), value] for key, value in changes.items()},
+            )
+        ],
+    )
+    names = ", ".join(f"{key} = {value}" for key, value in changes.items())
+    print(f"planner settings changed: {names}", file=sys.stderr)
 
 
 def _list(pending: Any) -> None:
@@ -181,6 +219,7 @@ async def _drive(
     decision: str | None,
     answer: Any,
     restart: bool,
+    changes: dict[str, Any],
 ) -> int:
     import asyncio
 
@@ -192,10 +231,22 @@ async def _drive(
         remove_interrupts,
     )
     from notebook_bcc.engine.engine import exit_code_for
-    from notebook_bcc.engine.headless import close_headless, open_stored
+    from notebook_bcc.engine.headless import close_headless, open_stored, planner_for
     from notebook_bcc.errors import NotebookBccError
 
-    engine = await open_stored(state_db, workflow_id=workflow_id, options=options)
+    planner = None
+    if changes:
+        from notebook_bcc.store.sqlite import SqliteStore
+
+        probe = SqliteStore(state_db)
+        try:
+            stored = probe.load(workflow_id).planner
+        finally:
+            probe.close()
+        planner = planner_for({"kind": stored.kind, "settings": {**stored.settings, **changes}})
+    engine = await open_stored(state_db, workflow_id=workflow_id, options=options, planner=planner)
+    if changes:
+        await record_settings(engine, changes)
     installed = install_interrupts(engine, view)
     quiet = planner_notices(view)
     view.start(engine)

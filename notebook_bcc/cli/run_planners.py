@@ -64,10 +64,22 @@ def add_arguments(parser: Any) -> None:
         default="blueprint",
         help="where decisions come from (default: blueprint)",
     )
-    group.add_argument("--planner-url", help="base URL of the DSLC planning server (http)")
     group.add_argument(
         "--record", type=Path, metavar="DIR", help="record the planner's answers and inputs to DIR"
     )
+    add_setting_arguments(parser, group)
+
+
+def add_setting_arguments(parser: Any, group: Any | None = None) -> None:
+    """The flags that become a planner's stored settings (``run``; ``resume`` changes them)."""
+    if group is None:
+        group = parser.add_argument_group(
+            "planner settings",
+            "change the stored settings of the workflow's http or llm planner from now on "
+            "(a server that moved, a timeout too short, another model); the change is "
+            "recorded in the trace",
+        )
+    group.add_argument("--planner-url", help="base URL of the DSLC planning server (http)")
     group.add_argument(
         "--planner-connect-timeout", type=float, metavar="S", help="seconds to connect (10)"
     )
@@ -177,20 +189,36 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def misplaced_flags(args: argparse.Namespace) -> str | None:
-    """Why planner flags do not apply to the chosen planner, or None."""
+def misplaced_flags(args: argparse.Namespace, kind: str | None = None) -> str | None:
+    """Why planner flags do not apply to the planner (``kind``, else ``--planner``), or None."""
+    kind = kind or args.planner
     http_only = [_flag(n) for n in HTTP_FLAGS if getattr(args, n) is not None]
     if args.no_planner_fallback:
         http_only.append("--no-planner-fallback")
-    if args.planner != "http" and http_only:
+    if kind != "http" and http_only:
         return f"{', '.join(http_only)} only apply to --planner http"
     llm_only = [_flag(n) for n in LLM_FLAGS if getattr(args, n) is not None]
-    if args.planner != "llm" and llm_only:
+    if kind != "llm" and llm_only:
         return f"{', '.join(llm_only)} only apply to --planner llm"
     shared = [_flag(n) for n in TRANSPORT_FLAGS if getattr(args, n) is not None]
-    if args.planner not in ("http", "llm") and shared:
+    if kind not in ("http", "llm") and shared:
         return f"{', '.join(shared)} only apply to --planner http or llm"
     return None
+
+
+def changed_settings(args: argparse.Namespace, kind: str) -> dict[str, Any] | str:
+    """The settings ``resume``'s flags change for a workflow planned by ``kind``, or why
+    they do not apply to it."""
+    wrong = misplaced_flags(args, kind)
+    if wrong is not None:
+        return f"{wrong} (this workflow's planner is {kind})"
+    if args.planner_retries is not None and args.planner_retries < 0:
+        return "--planner-retries must be 0 or more"
+    if kind == "http":
+        return _http_settings(args)
+    if kind == "llm":
+        return _llm_settings(args)
+    return {}
 
 
 def _blueprint_path(target: Path) -> Path:

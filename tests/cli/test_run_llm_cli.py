@@ -15,7 +15,7 @@ import pytest
 
 from notebook_bcc.cli import main
 from notebook_bcc.store.sqlite import SqliteStore
-from notebook_bcc.testing.scripted_llm import ScriptedLlmServer, rate_limited
+from notebook_bcc.testing.scripted_llm import ScriptedLlmServer, rate_limited, server_error
 from tests.conftest import FIXTURES, StdoutWatch, run_cli
 
 CONVERSATION = FIXTURES / "llm" / "conversation"
@@ -223,3 +223,45 @@ def test_ctrl_c_while_resume_waits_on_a_rate_limited_planner_stops_at_once(
     finally:
         store.close()
     assert [c.status.value for c in irreversible] == ["COMPLETED"], "the write ran once"
+
+
+def test_resume_changes_the_stored_planner_settings_that_made_the_run_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run started with no retries fails on the API's one 500; ``resume`` could only try
+    again with the same settings. Now it takes the planner flags, stores them (recorded in
+    the trace) and goes on with them."""
+    monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
+    state_db = tmp_path / "state.sqlite"
+    with ScriptedLlmServer(CONVERSATION) as server:
+        server.inject(server_error(500))
+        first = run_cli(
+            *("run", "--planner", "llm", "--llm-base-url", server.base_url),
+            *("--model", "scripted", "--problem", "Describe the house prices"),
+            *("--file", PRICES, "--notebook", tmp_path / "nb.ipynb", "--state-db", state_db),
+            *("--planner-retries", "0", "--auto-confirm"),
+        )
+        assert first.returncode == 1, first.stdout[-2000:] + first.stderr
+        assert "after 1 attempt" in first.stdout + first.stderr
+
+        capsys.readouterr()
+        wrong = ["resume", "--state-db", str(state_db), "--planner-url", "http://x"]
+        assert main(wrong) == 2
+        assert "(this workflow's planner is llm)" in capsys.readouterr().err
+
+        server.inject(server_error(500))
+        again = ["resume", "--state-db", str(state_db), "--auto-confirm"]
+        assert main([*again, "--planner-retries", "1", "--planner-backoff", "0.01"]) == 0
+        assert "planner settings changed: max_retries = 1" in capsys.readouterr().err
+    store = SqliteStore(state_db)
+    try:
+        (workflow_id,) = store.workflow_ids()
+        settings = store.load(workflow_id).planner.settings
+        changed = [r for r in store.trace(workflow_id) if r.action == "planner_settings"]
+    finally:
+        store.close()
+    assert settings["max_retries"] == 1
+    assert settings["model"] == "scripted", "what was not given is kept"
+    (record,) = changed
+    assert record.actor == "human"
+    assert record.metadata["max_retries"] == [0, 1]
