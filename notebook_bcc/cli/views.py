@@ -65,6 +65,13 @@ def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[
         f"holdout={pcs.holdout_split}"
     )
     lines.append("metrics: " + ", ".join(parts))
+    usage = snapshot.usage
+    if snapshot.planner.kind != "blueprint" and usage.calls:
+        lines.append(
+            f"planner ({snapshot.planner.kind}): {usage.calls} calls, "
+            f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
+            f"{usage.latency_ms / 1000:.1f} s waiting"
+        )
     for pending in snapshot.run.pending:
         lines += decision_lines(snapshot, pending)
     lines.append(f"notebook: {snapshot.notebook_path}")

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from notebook_bcc.cli.views import PlainView
+from notebook_bcc.cli.views import PlainView, summary_lines
 from notebook_bcc.models import WorkflowEvent, new_snapshot
+from notebook_bcc.models.snapshot import PlannerSettings, Usage
 
 
 def _shown(capsys: pytest.CaptureFixture[str], **event: Any) -> str:
@@ -35,3 +36,15 @@ def test_a_run_status_change_names_the_status_and_its_reason(
         capsys, kind="run", from_="running", to="failed", detail={"reason": "planner failed"}
     )
     assert "run failed: planner failed" in out
+
+
+def test_the_summary_shows_an_ai_planners_usage_and_not_a_blueprints() -> None:
+    usage = Usage(calls=9, prompt_tokens=14634, completion_tokens=2100, latency_ms=5300.0)
+    llm = new_snapshot("wf-1", "run-1").model_copy(
+        update={"usage": usage, "planner": PlannerSettings(kind="llm")}
+    )
+    assert "planner (llm): 9 calls, 14634 prompt + 2100 completion tokens, 5.3 s waiting" in (
+        summary_lines(llm, None)
+    )
+    blueprint = llm.model_copy(update={"planner": PlannerSettings(kind="blueprint")})
+    assert not [line for line in summary_lines(blueprint, None) if line.startswith("planner")]
