@@ -6,6 +6,7 @@ says for its kind, and committed like any other change.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from functools import partial
@@ -93,6 +94,9 @@ class Commands(_Rooms):
     _next_inbox_poll: float
     resend_grace_until: float
     _commands_waiting: int
+    _stop_asking: asyncio.Event
+    """Set while a stop (Ctrl-C, ``pause``, CANCEL) waits: a planner call in flight is then
+    dropped at once (a safe point) instead of holding the stop until it answers."""
 
     async def take_commands(self) -> None:
         """Apply commands queued in the store by other processes (``notebook-bcc cancel``).
@@ -127,20 +131,24 @@ class Commands(_Rooms):
         command = parse_command(body)
         if check_version:
             self._check_version(command.expected_version)
+        cancel = isinstance(command, EventCommand) and command.event is Event.CANCEL
+        stops = cancel or (isinstance(command, ActionCommand) and command.action == "pause")
+        if stops:
+            self._stop_asking.set()
         self._commands_waiting += 1
         try:
             await self.lock.acquire()
         finally:
             self._commands_waiting -= 1
         try:
-            loose = (isinstance(command, ActionCommand) and command.action in ("run", "pause")) or (
-                isinstance(command, EventCommand) and command.event is Event.CANCEL
-            )
-            if check_version and not loose:
+            loose = cancel or (isinstance(command, ActionCommand) and command.action == "run")
+            if check_version and not (loose or stops):
                 self._check_version(command.expected_version)
             await self._apply_command(command)
             return self.snapshot
         finally:
+            if stops and not self.interrupt_requested:
+                self._stop_asking.clear()
             self.lock.release()
 
     def may_carry_on(self) -> bool:

@@ -142,7 +142,7 @@ class Engine(Moves, Commands, Committer):
         self.recovery = Recovery(self)
         self.kernel_started = False
         self._interrupt_requested = False
-        self._interrupted = asyncio.Event()
+        self._stop_asking = asyncio.Event()
         self.lock = asyncio.Lock()
         """Held by the loop for each step and by each command: one writer at a time."""
         self._next_inbox_poll: float = 0.0
@@ -215,7 +215,7 @@ class Engine(Moves, Commands, Committer):
     def request_interrupt(self) -> None:
         """Ctrl-C / SIGTERM: stop at the next safe point, the run ``interrupted`` (D1)."""
         self._interrupt_requested = True
-        self._interrupted.set()
+        self._stop_asking.set()
 
     @property
     def interrupt_requested(self) -> bool:
@@ -362,7 +362,7 @@ class Engine(Moves, Commands, Committer):
         request = PlannerRequest(point, snapshot, lambda: self.observation(snapshot), feedback)
         began = monotonic()
         try:
-            reply = await self._unless_interrupted(point, call(request))
+            reply = await self._unless_stopped(point, call(request))
         except ProtocolError as exc:
             # The refused payload (``details["body"]`` when the planner kept it) goes to the
             # trace before the failure, so what the planner sent is never lost.
@@ -391,16 +391,17 @@ class Engine(Moves, Commands, Committer):
         self._usage(reply.usage if reply else None, (monotonic() - began) * 1000)
         return reply
 
-    async def _unless_interrupted(
+    async def _unless_stopped(
         self, point: DecisionPoint, asking: Awaitable[PlannerReply | None]
     ) -> PlannerReply | None:
-        """``asking``'s reply, or :class:`StepEnded` when Ctrl-C / SIGTERM / a stop request
-        comes first: a planner call is a safe point (nothing of its turn is committed yet),
-        so it is dropped, and the loop records the run ``interrupted``; resume asks again.
-        A slow or rate-limited planner no longer holds a stop for minutes."""
+        """``asking``'s reply, or :class:`StepEnded` when a stop comes first (Ctrl-C /
+        SIGTERM, or a ``pause`` or CANCEL command): a planner call is a safe point (nothing
+        of its turn is committed yet), so it is dropped; the loop then records the run
+        ``interrupted`` (or the command applies), and the next run asks again. A slow or
+        rate-limited planner no longer holds a stop for minutes."""
         task = asyncio.ensure_future(asking)
-        if not self._interrupt_requested:
-            stop = asyncio.ensure_future(self._interrupted.wait())
+        if not self._stop_asking.is_set():
+            stop = asyncio.ensure_future(self._stop_asking.wait())
             try:
                 await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
             except BaseException:  # the run itself was cancelled: leave no call behind
@@ -412,7 +413,7 @@ class Engine(Moves, Commands, Committer):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-                raise StepEnded(f"{point}: interrupted while the planner was answering")
+                raise StepEnded(f"{point}: stopped while the planner was answering")
         return await task
 
     def _usage(self, usage: UsageTotals | None, latency_ms: float) -> None:

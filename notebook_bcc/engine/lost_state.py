@@ -77,9 +77,12 @@ def bound_names(source: str) -> list[str]:
             names.append(node.name)
         elif isinstance(node, ast.alias):
             names.append((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            if id(node) not in managed:
-                names.append(node.id)
+        elif (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)
+            and id(node) not in managed
+        ):
+            names.append(node.id)
     return list(dict.fromkeys(names))
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from notebook_bcc.testing.scripted_llm import ScriptedLlmServer
+from notebook_bcc.testing.scripted_llm import ScriptedLlmServer, rate_limited
 from tests.conftest import FIXTURES
 from tests.server.conftest import Api
 
@@ -153,3 +155,45 @@ async def test_bad_template_folders_are_refused_by_api_path(
     assert message in body["message"]
     assert str(root) not in body["message"], "the server's OS paths stay on the server"
     assert not (root / "work").exists(), "nothing was created for a refused request"
+
+
+async def test_pause_while_the_llm_is_rate_limited_answers_at_once_and_run_goes_on(
+    api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The panel's Pause while the planner waits out a minute's Retry-After: the command
+    used to hang until the planner answered; a planner call is a safe point, so it is
+    dropped, the run is paused now, and Run asks the planner again."""
+    monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
+    (root / "work").mkdir()
+    shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
+    with ScriptedLlmServer(CONVERSATION) as server:
+        server.inject(rate_limited("60"))
+        planner = {"kind": "llm", "model": "scripted", "base_url": server.base_url}
+        body = _start(
+            planner,
+            problem="Describe the house prices",
+            files=["work/prices.csv"],
+            options={"auto_confirm": True},
+        )
+        code, started = await api.call("POST", "workflows", body=body)
+        assert code == 201, started
+        workflow_id = started["workflow_id"]
+        deadline = time.monotonic() + 60
+        while not server.received:  # the 429 is answered: the planner now waits
+            assert time.monotonic() < deadline, "the planner was never asked"
+            await asyncio.sleep(0.05)
+        version = (await api.snapshot(workflow_id))["version"]
+        began = time.monotonic()
+        code, paused = await api.command(workflow_id, action="pause", expected_version=version)
+        took = time.monotonic() - began
+        assert code == 200, paused
+        assert took < 20, "the pause waited out the planner's Retry-After"
+        assert paused["run"]["status"] == "paused"
+
+        code, resumed = await api.command(
+            workflow_id, action="run", expected_version=paused["version"]
+        )
+        assert code == 200, resumed
+        done = await api.wait_status(workflow_id, "completed", "failed")
+    assert done["run"]["status"] == "completed", done["run"]
+    assert server.errors == []
