@@ -22,8 +22,8 @@ def _start(planner: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"notebook_path": "work/llm.ipynb", "planner": planner, **extra}
 
 
-async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict[str, Any]:
-    """Start ``planner`` on work/prices.csv (auto-confirm) and wait until the run ended."""
+async def _start_on_prices(api: Api, root: Path, planner: dict[str, Any]) -> str:
+    """Start ``planner`` on work/prices.csv (auto-confirm); the workflow id."""
     (root / "work").mkdir()
     shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
     body = _start(
@@ -34,7 +34,12 @@ async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict
     )
     code, started = await api.call("POST", "workflows", body=body)
     assert code == 201, started
-    return await api.wait_status(started["workflow_id"], "completed", "failed")
+    return str(started["workflow_id"])
+
+
+async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict[str, Any]:
+    """Start ``planner`` on work/prices.csv (auto-confirm) and wait until the run ended."""
+    return await api.wait_status(await _start_on_prices(api, root, planner), "completed", "failed")
 
 
 @pytest.mark.parametrize(
@@ -164,20 +169,10 @@ async def test_pause_while_the_llm_is_rate_limited_answers_at_once_and_run_goes_
     used to hang until the planner answered; a planner call is a safe point, so it is
     dropped, the run is paused now, and Run asks the planner again."""
     monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
-    (root / "work").mkdir()
-    shutil.copy(FIXTURES / "dslc" / "prices.csv", root / "work" / "prices.csv")
     with ScriptedLlmServer(CONVERSATION) as server:
         server.inject(rate_limited("60"))
         planner = {"kind": "llm", "model": "scripted", "base_url": server.base_url}
-        body = _start(
-            planner,
-            problem="Describe the house prices",
-            files=["work/prices.csv"],
-            options={"auto_confirm": True},
-        )
-        code, started = await api.call("POST", "workflows", body=body)
-        assert code == 201, started
-        workflow_id = started["workflow_id"]
+        workflow_id = await _start_on_prices(api, root, planner)
         deadline = time.monotonic() + 60
         while not server.received:  # the 429 is answered: the planner now waits
             assert time.monotonic() < deadline, "the planner was never asked"
