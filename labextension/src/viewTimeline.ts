@@ -41,8 +41,8 @@ export function eventText(event: WorkflowEvent): string {
     case 'transition':
       return `${humanState(event.from ?? '?')} → ${humanState(event.to ?? '?')} (${event.event ?? ''})`;
     case 'run':
-      if (event.event === 'notebook_moved') {
-        return `Notebook renamed: ${String(detail['from'] ?? '?')} → ${String(detail['notebook_path'] ?? '?')}`;
+      if (event.event && !event.to && !event.from) {
+        return runNote(event.event, detail);
       }
       return runText(event.from ?? null, event.to ?? event.run_status ?? null, detail['reason']);
     case 'cell': {
@@ -67,6 +67,42 @@ export function eventText(event: WorkflowEvent): string {
     }
     default:
       return String(event.kind);
+  }
+}
+
+/**
+ * A note on the run that is not a status change: a rename, a kernel restored after it was
+ * lost or restarted, a retry, a stage route. (They used to read "Run started".)
+ */
+export function runNote(name: string, detail: Record<string, unknown>): string {
+  const text = (key: string): string => String(detail[key] ?? '?');
+  switch (name) {
+    case 'notebook_moved':
+      return `Notebook renamed: ${text('from')} → ${text('notebook_path')}`;
+    case 'kernel_restored': {
+      const replayed = Number(detail['replayed'] ?? 0);
+      const skipped = Number(detail['skipped'] ?? 0);
+      const parts = [`${replayed} cell${replayed === 1 ? '' : 's'} replayed`];
+      if (skipped) {
+        parts.push(`${skipped} irreversible skipped`);
+      }
+      if (detail['failed']) {
+        parts.push(`replay failed at ${text('failed')}`);
+      }
+      return `Kernel restored (it had stopped or restarted): ${parts.join(', ')}`;
+    }
+    case 'retry':
+      return detail['stage'] ? `Retry from stage ${text('stage')}` : 'Retry';
+    case 'restart':
+      return detail['stage'] ? `Restart from stage ${text('stage')}` : 'Restart';
+    case 'route': {
+      const end = detail['end'] ? String(detail['end']) : 'the end';
+      return `Stage ${text('stage')} (${text('outcome')}) → ${end}`;
+    }
+    case 'abandon':
+      return detail['reason'] ? `Run abandoned: ${text('reason')}` : 'Run abandoned';
+    default:
+      return `Run: ${name.replace(/_/g, ' ')}`;
   }
 }
 

@@ -1200,6 +1200,8 @@ describe('eventText and clock', () => {
       eventText(
         event(7, {
           kind: 'run',
+          from: null,
+          to: null,
           event: 'notebook_moved',
           run_status: 'waiting',
           detail: { from: 'Untitled.ipynb', notebook_path: 'prices.ipynb' }
@@ -1210,6 +1212,52 @@ describe('eventText and clock', () => {
     assert.equal(
       eventText(event(8, { kind: 'run', from: 'running', to: 'completed' })),
       'Run completed'
+    );
+    // notes on the run are not status changes (a kernel restored read "Run started")
+    assert.equal(
+      eventText(
+        event(9, {
+          kind: 'run',
+          from: null,
+          to: null,
+          event: 'kernel_restored',
+          run_status: 'running',
+          detail: { kind: 'kernel_rebuild', replayed: 3, skipped: 1, failed: null }
+        })
+      ),
+      'Kernel restored (it had stopped or restarted): 3 cells replayed, 1 irreversible skipped'
+    );
+    assert.equal(
+      eventText(
+        event(10, {
+          kind: 'run',
+          from: null,
+          to: null,
+          event: 'retry',
+          run_status: 'running',
+          detail: { stage: 'eda' }
+        })
+      ),
+      'Retry from stage eda'
+    );
+    assert.equal(
+      eventText(
+        event(11, {
+          kind: 'run',
+          from: null,
+          to: null,
+          event: 'route',
+          run_status: 'running',
+          detail: { stage: 'model', outcome: 'failure', end: 'failed', rule: 'r1' }
+        })
+      ),
+      'Stage model (failure) → failed'
+    );
+    assert.equal(
+      eventText(
+        event(12, { kind: 'run', from: null, to: null, event: 'owner_seen', run_status: 'running' })
+      ),
+      'Run: owner seen'
     );
     assert.equal(
       eventText(event(4, { kind: 'cell', detail: { cell_type: 'markdown', position: 0 } })),
