@@ -145,8 +145,9 @@ export class PanelCommands {
       case 'cancel': {
         const ok = await this.host.confirm(
           'Cancel the workflow?',
-          'The running cell finishes, then the workflow stops for good. Its notebook and ' +
-            'record stay; a reset makes it startable again.',
+          'A running cell finishes first (a question to the planner is dropped at once); ' +
+            'then the workflow stops for good. Its notebook and record stay; a reset makes ' +
+            'it startable again.',
           'Cancel workflow'
         );
         const cancel = (v: number): Command => ({ event: 'CANCEL', expected_version: v });

@@ -235,7 +235,7 @@ export function controlViews(
       enabled: status === 'running',
       title:
         status === 'running'
-          ? 'Pause after the running cell'
+          ? 'Pause now, or after the running cell (a question to the planner is dropped)'
           : `Only a running workflow pauses (it ${STATUS_PHRASES[status]})`,
       destructive: false
     },

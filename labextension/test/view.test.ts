@@ -1021,7 +1021,10 @@ describe('controlViews', () => {
       ]
     );
     assert.equal(views[0].title, 'Nothing to continue: the run is running');
-    assert.equal(views[1].title, 'Pause after the running cell');
+    assert.equal(
+      views[1].title,
+      'Pause now, or after the running cell (a question to the planner is dropped)'
+    );
   });
 
   it('step running: the engine moves to the next behavior itself, so no retry button', () => {

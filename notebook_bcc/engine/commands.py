@@ -26,6 +26,7 @@ from notebook_bcc.engine.routing import (
 )
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import create_contract, fire
+from notebook_bcc.fsm.workflow import can_fire
 from notebook_bcc.models.command import ActionCommand, DecideCommand, EventCommand, parse_command
 from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.names import Event, State
@@ -132,7 +133,10 @@ class Commands(_Rooms):
         if check_version:
             self._check_version(command.expected_version)
         cancel = isinstance(command, EventCommand) and command.event is Event.CANCEL
-        stops = cancel or (isinstance(command, ActionCommand) and command.action == "pause")
+        pause = isinstance(command, ActionCommand) and command.action == "pause"
+        # a stop that will apply drops a planner call in flight; a refused one must not (the
+        # call would be asked, and paid for, again)
+        stops = (cancel and can_fire(self.snapshot.fsm.state, Event.CANCEL)) or pause
         if stops:
             self._stop_asking.set()
         self._commands_waiting += 1

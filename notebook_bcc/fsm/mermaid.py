@@ -55,7 +55,7 @@ def state_diagram(
 
 
 def workflow_fsm_mermaid(current: State | str | None = None) -> str:
-    """The 14-state workflow FSM of seed 003 with all 45 transitions."""
+    """The 14-state workflow FSM: seed 003's 45 transitions and the rows beyond it."""
     marked = parse_state(current).value if current is not None else None
     return state_diagram(
         [s.value for s in State],

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from notebook_bcc.cli import main
-from tests.fsm.test_workflow_fsm import SEED_ROWS
+from tests.fsm.test_workflow_fsm import TABLE_ROWS
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -18,12 +18,14 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
-def test_fsm_table_json_is_the_seed_table(capsys: pytest.CaptureFixture[str]) -> None:
+def test_fsm_table_json_is_the_seed_table_plus_the_rows_beyond_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, _ = run_cli(capsys, "fsm", "table", "--format", "json")
     assert code == 0
     rows = json.loads(out)
-    assert len(rows) == 45
-    assert {(r["from"], r["event"], r["to"]) for r in rows} == set(SEED_ROWS)
+    assert len(rows) == 46
+    assert {(r["from"], r["event"], r["to"]) for r in rows} == set(TABLE_ROWS)
     assert all(set(r) == {"from", "event", "to"} for r in rows)
 
 
@@ -32,8 +34,9 @@ def test_fsm_table_markdown(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     lines = out.strip().splitlines()
     assert lines[0].startswith("| from | event | to")
-    assert len(lines) == 2 + 45
+    assert len(lines) == 2 + 46
     assert "| idle | START_WORKFLOW | stage_running | core |" in lines
+    assert "| idle | CANCEL | cancelled | beyond_seed |" in lines
 
 
 def test_fsm_diagram_is_mermaid_with_all_edges(capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,8 +46,8 @@ def test_fsm_diagram_is_mermaid_with_all_edges(capsys: pytest.CaptureFixture[str
     assert lines[0] == "stateDiagram-v2"
     assert "    [*] --> idle" in lines
     edges = [line for line in lines if "-->" in line and "[*]" not in line]
-    assert len(edges) == 45
-    for source, event, target in SEED_ROWS:
+    assert len(edges) == 46
+    for source, event, target in TABLE_ROWS:
         assert f"    {source} --> {target} : {event}" in lines
 
 

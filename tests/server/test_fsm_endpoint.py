@@ -49,7 +49,7 @@ async def test_fsm_returns_the_whole_table(jp_fetch: Fetch) -> None:
     assert all(s == s.lower() for s in document["states"])
     assert document["events"] == [e.value for e in Event]
     assert len(document["events"]) == 22
-    assert len(document["transitions"]) == 45
+    assert len(document["transitions"]) == 46  # seed 003's 45 and idle --CANCEL--> cancelled
     assert document["transitions"][0] == {
         "from": "idle",
         "event": "START_WORKFLOW",

@@ -37,6 +37,14 @@ async def _start_on_prices(api: Api, root: Path, planner: dict[str, Any]) -> str
     return str(started["workflow_id"])
 
 
+async def _asked(server: ScriptedLlmServer, count: int) -> None:
+    """Wait until the scripted API has received ``count`` requests."""
+    deadline = time.monotonic() + 60
+    while len(server.received) < count:
+        assert time.monotonic() < deadline, "the planner was never asked"
+        await asyncio.sleep(0.05)
+
+
 async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict[str, Any]:
     """Start ``planner`` on work/prices.csv (auto-confirm) and wait until the run ended."""
     return await api.wait_status(await _start_on_prices(api, root, planner), "completed", "failed")
@@ -173,10 +181,7 @@ async def test_pause_while_the_llm_is_rate_limited_answers_at_once_and_run_goes_
         server.inject(rate_limited("60"))
         planner = {"kind": "llm", "model": "scripted", "base_url": server.base_url}
         workflow_id = await _start_on_prices(api, root, planner)
-        deadline = time.monotonic() + 60
-        while not server.received:  # the 429 is answered: the planner now waits
-            assert time.monotonic() < deadline, "the planner was never asked"
-            await asyncio.sleep(0.05)
+        await _asked(server, 1)  # the 429 is answered: the planner now waits
         version = (await api.snapshot(workflow_id))["version"]
         began = time.monotonic()
         code, paused = await api.command(workflow_id, action="pause", expected_version=version)
@@ -192,3 +197,28 @@ async def test_pause_while_the_llm_is_rate_limited_answers_at_once_and_run_goes_
         done = await api.wait_status(workflow_id, "completed", "failed")
     assert done["run"]["status"] == "completed", done["run"]
     assert server.errors == []
+
+
+async def test_cancel_while_the_first_plan_is_awaited_cancels_at_once_and_asks_nothing_again(
+    api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A started workflow waits in ``idle`` for its stage plan; seed 003 has no CANCEL from
+    ``idle``, so the panel's Cancel was refused ("would need CANCEL from idle") while a slow
+    planner held the run. The table now allows it: the call is dropped, the run cancelled,
+    and the planner is not asked again."""
+    monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", SECRET)
+    with ScriptedLlmServer(CONVERSATION) as server:
+        server.inject(rate_limited("60"))
+        planner = {"kind": "llm", "model": "scripted", "base_url": server.base_url}
+        workflow_id = await _start_on_prices(api, root, planner)
+        await _asked(server, 1)
+        snapshot = await api.snapshot(workflow_id)
+        assert snapshot["fsm"]["state"] == "idle"
+        code, cancelled = await api.command(
+            workflow_id, event="CANCEL", expected_version=snapshot["version"]
+        )
+        assert code == 200, cancelled
+        assert cancelled["fsm"]["state"] == "cancelled"
+        done = await api.wait_status(workflow_id, "cancelled")
+        assert done["run"]["status"] == "cancelled"
+        assert len(server.received) == 1, "the dropped call was not sent again"
