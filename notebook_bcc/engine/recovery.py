@@ -273,9 +273,16 @@ class Recovery:
             if original.irreversible:
                 skipped += 1
                 lost.append((row, original))
+                names = lost_state.bound_names(_source(row.cell))
                 effects.append(
-                    f"WARN: kernel rebuild skipped irreversible cell {row.cell_id}: "
-                    "its variables are missing"
+                    f"WARN: the rebuilt kernel did not re-run irreversible cell {row.cell_id} "
+                    "(it runs at most once): "
+                    + (
+                        f"what it set ({', '.join(names[: lost_state.NAMES_SHOWN])}) is not in "
+                        "the new kernel"
+                        if names
+                        else "it set no variables, so nothing is missing"
+                    )
                 )
                 continue
             source = _source(row.cell)
