@@ -23,6 +23,7 @@ import { fullSizeFigure } from './dom';
 import { WorkflowPanel } from './panel';
 import { DocumentCoeditor } from './coedit';
 import { NotebookSync } from './sync';
+import { browserStorage, moveStart } from './startMemory';
 import type { ControlId } from './view';
 
 export { WORKFLOW_PANEL_ID, WorkflowPanel } from './panel';
@@ -155,6 +156,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       widget.context.pathChanged.connect((_, path) => {
         const old = known;
         known = path;
+        moveStart(browserStorage(), old, path); // the start form's values follow the rename
         if (panel.path === old) {
           panel.notebookRenamed(old, path); // the workflow moves with its notebook
         } else {

@@ -9,7 +9,13 @@ import { ApiError, BccApi, type CreateWorkflowBody } from './api';
 import { h, replaceChildren } from './dom';
 import type { PlannerKindInfo } from './types';
 import { buildStartBody, type StartFields } from './startBody';
-import { recallStart, rememberStart, type KeyValueStore, type RememberedStart } from './startMemory';
+import {
+  browserStorage,
+  recallStart,
+  rememberStart,
+  type KeyValueStore,
+  type RememberedStart
+} from './startMemory';
 import { besideBlueprint, folderOf, relativeFrom } from './startPaths';
 
 /** Where Browse opens and what it lists. */
@@ -18,15 +24,6 @@ export interface BrowseOptions {
   folder?: string;
   /** Lower-case file endings to list (folders are always listed); all files when absent. */
   extensions?: string[];
-}
-
-/** ``window.localStorage`` when the browser allows it, else null (nothing remembered). */
-function browserStorage(): KeyValueStore | null {
-  try {
-    return typeof window !== 'undefined' ? window.localStorage : null;
-  } catch {
-    return null;
-  }
 }
 
 export interface StartFormOptions {

@@ -19,6 +19,16 @@ export interface RememberedStart {
 export interface KeyValueStore {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/** ``window.localStorage`` when the browser allows it, else null (nothing remembered). */
+export function browserStorage(): KeyValueStore | null {
+  try {
+    return typeof window !== 'undefined' ? window.localStorage : null;
+  } catch {
+    return null;
+  }
 }
 
 const PREFIX = 'notebook-bcc:start:';
@@ -82,5 +92,26 @@ export function rememberStart(
     store?.setItem(memoryKey(notebookPath), JSON.stringify(fields));
   } catch {
     // private mode or quota: the form still works, it just does not remember
+  }
+}
+
+/**
+ * A notebook renamed from ``from`` to ``to``: its remembered values go with it. Left behind,
+ * they were lost to the renamed notebook and offered to the next new notebook that took the
+ * old name (a fresh ``Untitled.ipynb`` opened pre-filled with another analysis).
+ */
+export function moveStart(store: KeyValueStore | null, from: string, to: string): void {
+  if (from === to) {
+    return;
+  }
+  try {
+    const raw = store?.getItem(memoryKey(from)) ?? null;
+    if (raw === null) {
+      return;
+    }
+    store?.setItem(memoryKey(to), raw);
+    store?.removeItem(memoryKey(from));
+  } catch {
+    // private mode or quota: nothing to move
   }
 }

@@ -5,7 +5,13 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 
-import { memoryKey, recallStart, rememberStart, type KeyValueStore } from '../src/startMemory';
+import {
+  memoryKey,
+  moveStart,
+  recallStart,
+  rememberStart,
+  type KeyValueStore
+} from '../src/startMemory';
 
 class MapStore implements KeyValueStore {
   readonly data = new Map<string, string>();
@@ -14,6 +20,9 @@ class MapStore implements KeyValueStore {
   }
   setItem(key: string, value: string): void {
     this.data.set(key, value);
+  }
+  removeItem(key: string): void {
+    this.data.delete(key);
   }
 }
 
@@ -62,9 +71,38 @@ describe('rememberStart / recallStart', () => {
       },
       setItem: () => {
         throw new Error('quota');
+      },
+      removeItem: () => {
+        throw new Error('denied');
       }
     };
     rememberStart(throwing, 'n.ipynb', FIELDS);
     assert.equal(recallStart(throwing, 'n.ipynb'), null);
+  });
+});
+
+describe('moveStart', () => {
+  it('moves the values with a renamed notebook and frees the old name', () => {
+    const store = new MapStore();
+    rememberStart(store, 'Untitled.ipynb', FIELDS);
+    moveStart(store, 'Untitled.ipynb', 'houses.ipynb');
+    assert.deepEqual(recallStart(store, 'houses.ipynb'), FIELDS);
+    assert.equal(recallStart(store, 'Untitled.ipynb'), null, 'a new Untitled.ipynb starts empty');
+  });
+
+  it('changes nothing for a notebook with nothing remembered, or blocked storage', () => {
+    const store = new MapStore();
+    rememberStart(store, 'b.ipynb', FIELDS);
+    moveStart(store, 'a.ipynb', 'b.ipynb');
+    assert.deepEqual(recallStart(store, 'b.ipynb'), FIELDS, 'b keeps its own values');
+    moveStart(null, 'a.ipynb', 'c.ipynb');
+    const blocked: KeyValueStore = {
+      getItem: () => {
+        throw new Error('blocked');
+      },
+      setItem: () => undefined,
+      removeItem: () => undefined
+    };
+    moveStart(blocked, 'a.ipynb', 'c.ipynb');
   });
 });
