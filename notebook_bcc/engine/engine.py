@@ -142,6 +142,7 @@ class Engine(Moves, Commands, Committer):
         self.recovery = Recovery(self)
         self.kernel_started = False
         self._interrupt_requested = False
+        self._interrupt_reason = "interrupted by a signal"
         self._stop_asking = asyncio.Event()
         self.lock = asyncio.Lock()
         """Held by the loop for each step and by each command: one writer at a time."""
@@ -212,8 +213,10 @@ class Engine(Moves, Commands, Committer):
 
     # -- the loop -------------------------------------------------------------------------
 
-    def request_interrupt(self) -> None:
-        """Ctrl-C / SIGTERM: stop at the next safe point, the run ``interrupted`` (D1)."""
+    def request_interrupt(self, reason: str = "interrupted by a signal") -> None:
+        """Ctrl-C / SIGTERM, a server shutting down or a workflow deleted: stop at the next
+        safe point, the run ``interrupted`` (D1) with ``reason``."""
+        self._interrupt_reason = reason
         self._interrupt_requested = True
         self._stop_asking.set()
 
@@ -248,7 +251,7 @@ class Engine(Moves, Commands, Committer):
                     await self.take_commands()
                     if self._interrupt_requested:
                         await self.commit(
-                            with_run(self.snapshot, "interrupted", "interrupted by a signal")
+                            with_run(self.snapshot, "interrupted", self._interrupt_reason)
                         )
                         break
                     if self.stopped():

@@ -71,7 +71,7 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
                 await asyncio.wait(late, timeout=self.settings.stop_timeout)
         lives = list(self._live.values())
         for live in lives:
-            live.engine.request_interrupt()
+            live.engine.request_interrupt("the server shut down")
         tasks = [live.task for live in lives if live.task is not None and not live.task.done()]
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=self.settings.stop_timeout)

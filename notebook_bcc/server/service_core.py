@@ -208,7 +208,7 @@ class ServiceCore:
             return await store.load(workflow_id)
         task = live.task
         if task is not None and not task.done():
-            live.engine.request_interrupt()
+            live.engine.request_interrupt("stopped: the workflow was deleted from this server")
             await interrupt_running_cell(live, self.kernels)  # a stuck cell must not hold it
             _, late = await asyncio.wait([task], timeout=self.settings.stop_timeout / 2)
             if late:

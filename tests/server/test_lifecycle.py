@@ -36,6 +36,7 @@ async def test_shutdown_interrupts_running_workflows_and_keeps_them_for_a_restar
     try:
         snapshot = store.load(workflow_id)
         assert snapshot.run.status == "interrupted", "D1: the running cell finished first"
+        assert snapshot.run.reason == "the server shut down", "not 'by a signal'"
         assert store.workflow_ids(active=True) == [workflow_id], "kept for a restart"
         assert store.owner(workflow_id) is None
     finally:

@@ -210,6 +210,7 @@ async def test_one_active_workflow_per_notebook(
     deleted = await api.ok("DELETE", "workflows", workflow_id)
     assert deleted["workflow_id"] == workflow_id
     assert deleted["run"]["status"] == "interrupted", "stopped at the next safe point"
+    assert deleted["run"]["reason"] == "stopped: the workflow was deleted from this server"
     assert (root / "work" / "shared.ipynb").exists(), "DELETE keeps the notebook"
     kernel = json.loads((await jp_fetch("api", "kernels", session["kernel"]["id"])).body)
     assert kernel["id"] == session["kernel"]["id"], "DELETE keeps the session kernel"
