@@ -153,6 +153,9 @@ export class WorkflowPanel extends Widget {
     if (path === this.notebookPath && (this.feed || path === null)) {
       return;
     }
+    if (path !== this.notebookPath) {
+      this.notices.clear(); // a notice about the last notebook's workflow does not follow
+    }
     this.notebookPath = path;
     this.stopFeed();
     this.setSnapshot(null);

@@ -45,6 +45,11 @@ export class PanelNotices {
     }
   }
 
+  /** Remove the command notices (another notebook is shown: they were about the last one). */
+  clear(): void {
+    replaceChildren(this.node);
+  }
+
   /** The notebook on disk changed while the user has unsaved edits: offer a reload (D10). */
   showReloadNotice(reload: () => void): void {
     this.reloadAction = reload;
