@@ -75,8 +75,12 @@ def test_fail_step_only_from_step_running() -> None:
 
 def test_fire_event_refuses_what_the_table_refuses() -> None:
     snap = new_snapshot("wf", "r")
+    with pytest.raises(NotebookBccError, match="COMPLETE_STAGE"):
+        fire_event(snap, Event.COMPLETE_STAGE, options=OPTIONS)
+    cancelled = fire_event(snap, Event.CANCEL, options=OPTIONS).snapshot
+    assert cancelled.fsm.state.value == "cancelled", "idle --CANCEL--> cancelled (beyond seed)"
     with pytest.raises(NotebookBccError, match="CANCEL"):
-        fire_event(snap, Event.CANCEL, options=OPTIONS)
+        fire_event(cancelled, Event.CANCEL, options=OPTIONS)
 
 
 def test_run_block_since_moves_only_with_the_status() -> None:

@@ -118,7 +118,7 @@ def test_plain_jupyter_lab_runs_the_housing_blueprint(tmp_path: Path) -> None:
         server.wait_ready()
         code, fsm = server.request("GET", "notebook-bcc/api/fsm")
         assert code == 200, "the extension is enabled by its jupyter-config file alone"
-        assert len(fsm["transitions"]) == 45
+        assert len(fsm["transitions"]) == 46  # seed 003's 45 and idle --CANCEL--> cancelled
 
         code, first = server.request(
             "POST",
