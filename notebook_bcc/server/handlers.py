@@ -220,7 +220,7 @@ def fsm_document() -> dict[str, Any]:
 
 
 class FsmHandler(BccAPIHandler):
-    """``GET {base_url}notebook-bcc/api/fsm``: the 14 states, 22 events and 45 transitions."""
+    """``GET {base_url}notebook-bcc/api/fsm``: the 14 states, 22 events and 46 transitions."""
 
     @web.authenticated
     @authorized

@@ -60,7 +60,7 @@ def _operations() -> dict[str, Any]:
         "/fsm": {
             "get": {
                 "operationId": "getFsm",
-                "summary": "The workflow FSM: 14 states, 22 events, 45 transitions.",
+                "summary": "The workflow FSM: 14 states, 22 events, 46 transitions.",
                 "responses": {"200": _json("FsmDocument", "The FSM table."), **_errors(403)},
             }
         },
