@@ -176,6 +176,7 @@ def _resume(args: argparse.Namespace) -> int:
             answer=answer,
             restart=args.restart,
             changes=changes,
+            planner=stored.planner.model_dump(mode="json"),
         )
     )
 
@@ -220,6 +221,7 @@ async def _drive(
     answer: Any,
     restart: bool,
     changes: dict[str, Any],
+    planner: dict[str, Any],
 ) -> int:
     import asyncio
 
@@ -234,17 +236,10 @@ async def _drive(
     from notebook_bcc.engine.headless import close_headless, open_stored, planner_for
     from notebook_bcc.errors import NotebookBccError
 
-    planner = None
+    changed = None  # the stored planner, with the settings this resume changes
     if changes:
-        from notebook_bcc.store.sqlite import SqliteStore
-
-        probe = SqliteStore(state_db)
-        try:
-            stored = probe.load(workflow_id).planner
-        finally:
-            probe.close()
-        planner = planner_for({"kind": stored.kind, "settings": {**stored.settings, **changes}})
-    engine = await open_stored(state_db, workflow_id=workflow_id, options=options, planner=planner)
+        changed = planner_for({**planner, "settings": {**planner["settings"], **changes}})
+    engine = await open_stored(state_db, workflow_id=workflow_id, options=options, planner=changed)
     if changes:
         await record_settings(engine, changes)
     installed = install_interrupts(engine, view)
