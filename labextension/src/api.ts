@@ -13,6 +13,7 @@ import type {
   CreateWorkflowBody,
   DiagramDocument,
   ErrorBody,
+  EventList,
   FsmDocument,
   HoldAnswer,
   MergeAnswer,
@@ -111,6 +112,12 @@ export class BccApi {
 
   workflow(workflowId: string): Promise<WorkflowSnapshot> {
     return this.request(this.url('workflows', encodeURIComponent(workflowId)));
+  }
+
+  /** Stored events with ``seq > after``, the newest ``limit`` of them, oldest first. */
+  events(workflowId: string, after = 0, limit = 200): Promise<EventList> {
+    const url = this.url('workflows', encodeURIComponent(workflowId), 'events');
+    return this.request(`${url}?after=${after}&limit=${limit}`);
   }
 
   /** Stop a workflow and release its notebook (``DELETE /workflows/{id}``). */

@@ -2,15 +2,16 @@
  * Follows one workflow live: the websocket stream first, polling when it cannot connect.
  *
  * On every (re)connect the server sends the whole snapshot (``hello``), so nothing done while
- * the panel was closed or disconnected is missed; events after it update the timeline and
- * trigger a snapshot refresh. When the socket keeps failing, the snapshot is polled while the
+ * the panel was closed or disconnected is missed, and the feed fetches the stored events the
+ * stream did not carry (``stored``); events after it update the timeline and trigger a
+ * snapshot refresh. When the socket keeps failing, the snapshot is polled while the
  * socket is retried with exponential backoff.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { BccApi } from './api';
 import type { StreamSnapshot, WorkflowEvent, WorkflowSnapshot } from './types';
-import { backoffDelay } from './view';
+import { backoffDelay, TIMELINE_LIMIT } from './view';
 
 export type ConnectionMode = 'live' | 'polling' | 'offline';
 
@@ -29,6 +30,9 @@ export class WorkflowFeed {
   private _mode: ConnectionMode = 'offline';
   private _snapshot: Signal<this, WorkflowSnapshot> = new Signal(this);
   private _events: Signal<this, WorkflowEvent[]> = new Signal(this);
+  private _stored: Signal<this, WorkflowEvent[]> = new Signal(this);
+  private backfilling = false;
+  private backfillAgain = false;
   private _modeChanged: Signal<this, ConnectionMode> = new Signal(this);
 
   constructor(
@@ -44,6 +48,15 @@ export class WorkflowFeed {
   /** D4 events as they arrive on the stream. */
   get events(): ISignal<this, WorkflowEvent[]> {
     return this._events;
+  }
+
+  /**
+   * Stored events (``GET /events``, the newest ones): what happened before the stream
+   * connected (a page reloaded mid-run, a panel opened late) or while it was down. Fetched at
+   * every (re)connect and every poll; the same events the stream sends, with the same ``seq``.
+   */
+  get stored(): ISignal<this, WorkflowEvent[]> {
+    return this._stored;
   }
 
   get modeChanged(): ISignal<this, ConnectionMode> {
@@ -78,6 +91,31 @@ export class WorkflowFeed {
       if (!this.disposed && this.polling) {
         this.setMode('offline');
       }
+    }
+  }
+
+  /** Fetch the newest stored events and publish them on ``stored`` (one fetch at a time; a
+   *  request made during one runs once it ended, so no connect goes without its fetch). */
+  async backfill(): Promise<void> {
+    if (this.backfilling) {
+      this.backfillAgain = true;
+      return;
+    }
+    this.backfilling = true;
+    try {
+      do {
+        this.backfillAgain = false;
+        try {
+          const answer = await this.api.events(this.workflowId, 0, TIMELINE_LIMIT);
+          if (!this.disposed && answer.events.length > 0) {
+            this._stored.emit(answer.events);
+          }
+        } catch {
+          // the stream and the snapshot still work; the next connect or poll tries again
+        }
+      } while (this.backfillAgain && !this.disposed);
+    } finally {
+      this.backfilling = false;
     }
   }
 
@@ -129,6 +167,7 @@ export class WorkflowFeed {
       this.attempt = 0;
       this.stopPolling();
       this.setMode('live');
+      void this.backfill();
     };
     socket.onmessage = message => this.receive(message.data);
     socket.onclose = () => {
@@ -199,7 +238,7 @@ export class WorkflowFeed {
     this.setMode('polling');
     const tick = async (): Promise<void> => {
       this.pollTimer = null;
-      await this.refresh();
+      await Promise.all([this.refresh(), this.backfill()]);
       if (!this.disposed && this.polling) {
         this.pollTimer = window.setTimeout(() => void tick(), POLL_INTERVAL_MS);
       }

@@ -27,7 +27,7 @@ import { PanelNotices, type NoticeKind } from './panelNotices';
 import { renderProgress, renderTree } from './panelPlan';
 import { renderTimeline, renderUsage } from './panelTimeline';
 import type { Command, FsmTransition, WorkflowEvent, WorkflowSnapshot } from './types';
-import { historyEvents, mergeEvents, type ControlId } from './view';
+import { historyEvents, mergeEvents, withStoredEvents, type ControlId } from './view';
 
 export type { NoticeKind } from './panelNotices';
 
@@ -227,6 +227,11 @@ export class WorkflowPanel extends Widget {
     feed.events.connect((_, events) => {
       this.timeline = mergeEvents(this.timeline, events);
       this._eventsReceived.emit(events);
+    });
+    feed.stored.connect((_, events) => {
+      // past events: the timeline only (they raise no notice and move no cell)
+      this.timeline = withStoredEvents(this.timeline, events);
+      this.render();
     });
     feed.modeChanged.connect((_, mode) => {
       this.mode = mode;

@@ -186,6 +186,14 @@ export interface WorkflowEvent {
   detail: Record<string, unknown>;
 }
 
+/** ``GET /workflows/{id}/events``: stored events, oldest first (what the stream did not carry). */
+export interface EventList {
+  workflow_id: string;
+  after: number;
+  events: WorkflowEvent[];
+  truncated: boolean;
+}
+
 /** A websocket message that carries the whole snapshot (hello, resync, closed). */
 export interface StreamSnapshot {
   type: 'snapshot';

@@ -34,6 +34,26 @@ export function mergeEvents(
   return merged.slice(-limit);
 }
 
+/**
+ * Adds the stored events (``GET /events``) to a timeline. They replace the transitions made
+ * up from the snapshot's history tail (``historyEvents``, seq <= 0), which they contain
+ * with their cell, contract, decision and run events besides.
+ */
+export function withStoredEvents(
+  timeline: WorkflowEvent[],
+  stored: WorkflowEvent[],
+  limit = TIMELINE_LIMIT
+): WorkflowEvent[] {
+  if (stored.length === 0) {
+    return timeline;
+  }
+  return mergeEvents(
+    timeline.filter(event => event.seq > 0),
+    stored,
+    limit
+  );
+}
+
 /** One readable line per D4 event. */
 export function eventText(event: WorkflowEvent): string {
   const detail = event.detail ?? {};

@@ -19,6 +19,7 @@ const ROOTS: Root[] = [
   { name: 'WorkflowSnapshot', pointer: `${S}WorkflowSnapshot` },
   { name: 'WorkflowEvent', pointer: `${S}WorkflowEvent` },
   { name: 'StreamSnapshot', pointer: `${S}StreamSnapshot` },
+  { name: 'EventList', pointer: `${S}EventList` },
   { name: 'WorkflowSummary', pointer: `${S}WorkflowList/properties/workflows/items` },
   { name: 'FsmDocument', pointer: `${S}FsmDocument` },
   { name: 'DiagramDocument', pointer: `${S}DiagramDocument` },

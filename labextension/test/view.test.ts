@@ -34,7 +34,8 @@ import {
   TIMELINE_LIMIT,
   type TreeNode,
   usageRows,
-  variableRows
+  variableRows,
+  withStoredEvents
 } from '../src/view';
 import { emptySnapshot, event, item, loadSnapshot } from './helpers';
 
@@ -1144,6 +1145,34 @@ describe('mergeEvents', () => {
     assert.deepEqual(
       merged.slice(-3).map(e => e.seq),
       [-1, 71, 72]
+    );
+  });
+});
+
+describe('withStoredEvents', () => {
+  it('replaces the transitions made up from the history tail and keeps the live events', () => {
+    const history = historyEvents(loadSnapshot('housing-waiting'));
+    const live = mergeEvents(history, [event(71)]);
+    const stored = [event(60, { kind: 'cell' }), event(70), event(71, { at: 'stored copy' })];
+    const merged = withStoredEvents(live, stored);
+    assert.deepEqual(
+      merged.map(e => e.seq),
+      [60, 70, 71]
+    );
+    assert.equal(merged[0].kind, 'cell');
+    assert.notEqual(merged[2].at, 'stored copy', 'the live copy already shown stays');
+  });
+
+  it('leaves the timeline as it is when the store has no events', () => {
+    const history = historyEvents(loadSnapshot('housing-waiting'));
+    assert.equal(withStoredEvents(history, []), history);
+  });
+
+  it('keeps the newest events up to the limit', () => {
+    const stored = Array.from({ length: 10 }, (_, i) => event(i + 1));
+    assert.deepEqual(
+      withStoredEvents([event(11)], stored, 4).map(e => e.seq),
+      [8, 9, 10, 11]
     );
   });
 });

@@ -26,3 +26,18 @@ class WorkflowEvent(WireModel):
     actor: str = "client"
     run_status: RunStatus
     detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class EventList(WireModel):
+    """``GET /workflows/{id}/events``: stored events, oldest first.
+
+    The newest ``limit`` events with ``seq > after``: a panel opened or reconnected mid-run
+    shows what happened before it connected (the stream only carries what happens next).
+    """
+
+    workflow_id: str
+    after: int = Field(default=0, ge=0, description="Only events with a larger seq.")
+    events: list[WorkflowEvent] = Field(default_factory=list)
+    truncated: bool = Field(
+        default=False, description="Older events after `after` were left out (the limit)."
+    )

@@ -34,6 +34,7 @@ from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.server.coedit import Coediting, ydoc_extension
 from notebook_bcc.server.coedit_handlers import COEDIT_SETTING, coedit_routes
 from notebook_bcc.server.contents import Contents
+from notebook_bcc.server.event_handlers import event_routes
 from notebook_bcc.server.exchange_handlers import exchange_routes
 from notebook_bcc.server.file_ids import DB_NAME as FILE_IDS_DB
 from notebook_bcc.server.file_ids import FILE_IDS_SETTING, FileIdFollower, local_file_ids
@@ -205,7 +206,9 @@ class NotebookBccApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""
-        self.handlers.extend([*coedit_routes(), *exchange_routes(), *route_table()])
+        self.handlers.extend(
+            [*coedit_routes(), *exchange_routes(), *event_routes(), *route_table()]
+        )
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Once the event loop runs: open the store and apply the restart policy."""

@@ -43,16 +43,20 @@ async def workflow_exchanges(
 
 def parse_limit(raw: str | None) -> int:
     """The ``limit`` query value: an integer in 1..MAX_ROWS_LISTED (400 otherwise)."""
+    return query_int("limit", raw, 1, MAX_ROWS_LISTED, MAX_ROWS_LISTED)
+
+
+def query_int(name: str, raw: str | None, low: int, high: int, default: int) -> int:
+    """A query value that must be an integer in ``low..high`` (400 naming it otherwise)."""
     if raw is None:
-        return MAX_ROWS_LISTED
-    try:
+        return default
+    value = low - 1
+    if len(raw) <= 20 and raw.isascii() and raw.strip().isdigit():
         value = int(raw)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_ROWS_LISTED:
+    if not low <= value <= high:
         raise BadRequestError(
-            f"limit: expected an integer from 1 to {MAX_ROWS_LISTED}, got {raw[:40]!r}",
-            details={"field": "limit"},
+            f"{name}: expected an integer from {low} to {high}, got {raw[:40]!r}",
+            details={"field": name},
         )
     return value
 
@@ -80,4 +84,10 @@ def exchange_routes() -> list[tuple[str, type[web.RequestHandler]]]:
     return [(url_path_join(workflow, "exchanges"), ExchangesHandler)]
 
 
-__all__ = ["ExchangesHandler", "exchange_routes", "parse_limit", "workflow_exchanges"]
+__all__ = [
+    "ExchangesHandler",
+    "exchange_routes",
+    "parse_limit",
+    "query_int",
+    "workflow_exchanges",
+]

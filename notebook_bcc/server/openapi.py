@@ -38,6 +38,17 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(code): _json("ErrorBody", why[code]) for code in codes}
 
 
+def _limit(maximum: int, default: int) -> dict[str, Any]:
+    """The ``limit`` query parameter of a listing that answers its newest rows."""
+    return {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "description": "At most this many (the newest).",
+        "schema": {"type": "integer", "minimum": 1, "maximum": maximum, "default": default},
+    }
+
+
 _WORKFLOW_ID = {
     "name": "workflow_id",
     "in": "path",
@@ -174,13 +185,7 @@ def _operations() -> dict[str, Any]:
                     "description": "Only the exchanges of this behavior id.",
                     "schema": {"type": "string", "minLength": 1, "maxLength": 200},
                 },
-                {
-                    "name": "limit",
-                    "in": "query",
-                    "required": False,
-                    "description": "At most this many (the newest).",
-                    "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 500},
-                },
+                _limit(500, 500),
             ],
             "get": {
                 "operationId": "getExchanges",
@@ -188,6 +193,28 @@ def _operations() -> dict[str, Any]:
                 "per call: request summary, raw reply, tokens, latency (blueprint: none).",
                 "responses": {
                     "200": _json("ExchangeList", "The exchanges, oldest first."),
+                    **_errors(400, 403, 404),
+                },
+            },
+        },
+        "/workflows/{workflow_id}/events": {
+            "parameters": [
+                _WORKFLOW_ID,
+                {
+                    "name": "after",
+                    "in": "query",
+                    "required": False,
+                    "description": "Only events with a larger seq.",
+                    "schema": {"type": "integer", "minimum": 0, "default": 0},
+                },
+                _limit(1000, 200),
+            ],
+            "get": {
+                "operationId": "getEvents",
+                "summary": "The stored WorkflowEvents (the stream's, with the same seq): what "
+                "happened before a client connected.",
+                "responses": {
+                    "200": _json("EventList", "The events, oldest first."),
                     **_errors(400, 403, 404),
                 },
             },
@@ -277,7 +304,7 @@ def component_schemas() -> dict[str, Any]:
     from pydantic.json_schema import models_json_schema
 
     from notebook_bcc.models.command import Command
-    from notebook_bcc.models.event import WorkflowEvent
+    from notebook_bcc.models.event import EventList, WorkflowEvent
     from notebook_bcc.models.exchanges import ExchangeList
     from notebook_bcc.models.snapshot import WorkflowSnapshot
     from notebook_bcc.server.coedit_models import COEDIT_MODELS
@@ -297,6 +324,7 @@ def component_schemas() -> dict[str, Any]:
         Command,
         WorkflowSnapshot,
         WorkflowEvent,
+        EventList,
         WorkflowList,
         PlannerList,
         TraceDocument,

@@ -12,6 +12,7 @@ from notebook_bcc.models.cell_sources import kept_digests
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
+from notebook_bcc.store.errors import UnknownWorkflowError
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,25 @@ class StoreReads:
             (workflow_id, after_seq),
         )
         return [WorkflowEvent.model_validate_json(r[0]) for r in rows]
+
+    def recent_events(
+        self, workflow_id: str, *, after_seq: int = 0, limit: int
+    ) -> tuple[list[WorkflowEvent], bool]:
+        """The newest ``limit`` events with ``seq > after_seq``, oldest first, and whether
+        older ones after ``after_seq`` were left out. Unknown workflow: UnknownWorkflowError."""
+        known = self._db.execute(
+            "SELECT 1 FROM workflows WHERE workflow_id = ?", (workflow_id,)
+        ).fetchone()
+        if known is None:
+            raise UnknownWorkflowError(workflow_id)
+        rows = self._db.execute(
+            "SELECT body FROM events WHERE workflow_id = ? AND seq > ? ORDER BY seq DESC LIMIT ?",
+            (workflow_id, after_seq, limit + 1),
+        ).fetchall()
+        more = len(rows) > limit
+        kept = rows[:limit]
+        kept.reverse()
+        return [WorkflowEvent.model_validate_json(r[0]) for r in kept], more
 
     def contracts(
         self,

@@ -214,6 +214,14 @@ def test_completed_workflow_details_in_dark_theme(
         expect(
             timeline.locator('[data-testid="bcc-event"][data-event="transition"]').first
         ).to_be_attached()
+        # A page opened after the run: the stored events, not only the FSM history tail --
+        # the actions (contract and cell events) and the run's own events are there too.
+        expect(
+            timeline.locator('[data-testid="bcc-event"][data-event="action"]').first
+        ).to_be_attached(timeout=UI_MS)
+        expect(
+            timeline.locator('[data-testid="bcc-event"][data-event="run"]').first
+        ).to_be_attached()
         tid(timeline, "bcc-event").first.scroll_into_view_if_needed()
         assert_panel_layout(page)
         shot(page, "10-details-dark-timeline")

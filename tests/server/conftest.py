@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPResponse
+from tornado.websocket import WebSocketClientConnection
 
 from notebook_bcc.server.app import NotebookBccApp
 from tests.conftest import FIXTURES
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
+WsFetch = Callable[..., Awaitable[WebSocketClientConnection]]
+"""pytest-jupyter's ``jp_ws_fetch``: opens a websocket to the test server."""
 
 SERVER_FIXTURES = FIXTURES / "server"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

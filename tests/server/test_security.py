@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Awaitable, Callable
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError, HTTPResponse
-from tornado.websocket import WebSocketClientConnection
 
-from tests.server.conftest import Api, Fetch
+from tests.server.conftest import Api, Fetch, WsFetch
 
-WsFetch = Callable[..., Awaitable[WebSocketClientConnection]]
 NO_TOKEN = {"Authorization": ""}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +12,7 @@ import pytest
 from tornado.websocket import WebSocketClientConnection
 
 from notebook_bcc.server.app import NotebookBccApp
-from tests.server.conftest import Api
-
-WsFetch = Callable[..., Awaitable[WebSocketClientConnection]]
+from tests.server.conftest import Api, WsFetch
 
 
 @pytest.fixture

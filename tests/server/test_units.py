@@ -25,6 +25,7 @@ from notebook_bcc.server.errors import (
     PlannerUnavailableError,
     status_for,
 )
+from notebook_bcc.server.event_handlers import event_routes
 from notebook_bcc.server.exchange_handlers import exchange_routes
 from notebook_bcc.server.handlers import route_table
 from notebook_bcc.server.openapi import openapi_document
@@ -179,7 +180,12 @@ def test_openapi_names_every_route_and_every_schema_it_uses() -> None:
     assert document["openapi"].startswith("3.1")
     assert document["servers"] == [{"url": "/base/notebook-bcc/api"}]
     served = set()
-    for pattern, _handler in [*coedit_routes(), *exchange_routes(), *route_table()]:
+    for pattern, _handler in [
+        *coedit_routes(),
+        *exchange_routes(),
+        *event_routes(),
+        *route_table(),
+    ]:
         path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
         if "{rest}" not in path:
             served.add(path.removeprefix("/notebook-bcc/api"))

@@ -8,16 +8,14 @@ import contextlib
 import json
 import signal
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tornado.websocket import WebSocketClientConnection
 
 from notebook_bcc.server.app import NotebookBccApp
-from tests.server.conftest import Api, Fetch, read_notebook
-
-WsFetch = Callable[..., Awaitable[WebSocketClientConnection]]
+from tests.server.conftest import Api, Fetch, WsFetch, read_notebook
 
 
 async def _read_stream(

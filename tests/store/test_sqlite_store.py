@@ -92,6 +92,27 @@ def test_commit_bumps_version_and_appends_rows(store: SqliteStore) -> None:
     assert store.events("wf-1", after_seq=1) == []
 
 
+def test_recent_events_are_the_newest_after_a_seq_oldest_first(store: SqliteStore) -> None:
+    snap = fresh(store)
+    notes = [f"note-{n}" for n in range(5)]
+    result = store.commit(
+        Commit(
+            snapshot=snap,
+            expected_version=0,
+            events=[EventDraft("run", event=note) for note in notes],
+        )
+    )
+    assert [e.event for e in result.events] == notes
+    events, more = store.recent_events("wf-1", limit=2)
+    assert ([e.event for e in events], more) == (["note-3", "note-4"], True)
+    events, more = store.recent_events("wf-1", after_seq=result.events[2].seq, limit=5)
+    assert ([e.event for e in events], more) == (["note-3", "note-4"], False)
+    events, more = store.recent_events("wf-1", after_seq=result.events[-1].seq, limit=5)
+    assert (events, more) == ([], False)
+    with pytest.raises(UnknownWorkflowError):
+        store.recent_events("nope", limit=5)
+
+
 def test_stale_version_conflicts_and_changes_nothing(store: SqliteStore) -> None:
     snap = fresh(store)
     moved, history = transition(snap, "START_WORKFLOW")
