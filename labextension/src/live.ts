@@ -13,11 +13,19 @@ import { BccApi } from './api';
 import type { StreamSnapshot, WorkflowEvent, WorkflowSnapshot } from './types';
 import { backoffDelay, TIMELINE_LIMIT } from './view';
 
-export type ConnectionMode = 'live' | 'polling' | 'offline';
+/**
+ * ``live``: the stream is open; ``polling``: it cannot connect, the snapshot is polled;
+ * ``stored``: the server is there but no engine drives this workflow in it (stopped here, or
+ * run by the CLI), so there is no live stream: its stored state is polled; ``offline``: the
+ * server cannot be reached.
+ */
+export type ConnectionMode = 'live' | 'polling' | 'stored' | 'offline';
 
 /** How many failed socket attempts before polling starts. */
 const POLL_AFTER_FAILURES = 2;
 const POLL_INTERVAL_MS = 2000;
+/** How often a workflow no engine drives here is offered the stream again (it may be resumed). */
+const STORED_RETRY_MS = 15000;
 
 export class WorkflowFeed {
   private socket: WebSocket | null = null;
@@ -27,6 +35,7 @@ export class WorkflowFeed {
   private refreshTimer: number | null = null;
   private disposed = false;
   private polling = false;
+  private ended = false;
   private _mode: ConnectionMode = 'offline';
   private _snapshot: Signal<this, WorkflowSnapshot> = new Signal(this);
   private _events: Signal<this, WorkflowEvent[]> = new Signal(this);
@@ -83,7 +92,7 @@ export class WorkflowFeed {
       const snapshot = await this.api.workflow(this.workflowId);
       if (!this.disposed) {
         if (this.polling) {
-          this.setMode('polling');
+          this.setMode(this.ended ? 'stored' : 'polling');
         }
         this._snapshot.emit(snapshot);
       }
@@ -164,6 +173,7 @@ export class WorkflowFeed {
     let opened = false;
     socket.onopen = () => {
       opened = true;
+      this.ended = false;
       this.attempt = 0;
       this.stopPolling();
       this.setMode('live');
@@ -177,6 +187,10 @@ export class WorkflowFeed {
       }
       if (!opened) {
         this.attempt += 1;
+      }
+      if (this.ended) {
+        this.followStored();
+        return;
       }
       this.scheduleReconnect();
     };
@@ -196,6 +210,9 @@ export class WorkflowFeed {
       return;
     }
     if ((message as StreamSnapshot).type === 'snapshot') {
+      if ((message as StreamSnapshot).reason === 'closed') {
+        this.ended = true; // no engine drives it here (any more): the socket closes next
+      }
       this._snapshot.emit((message as StreamSnapshot).snapshot);
       return;
     }
@@ -230,12 +247,26 @@ export class WorkflowFeed {
     }, delay);
   }
 
+  /** The stream ended on purpose (``closed``): poll the stored state, and offer the stream
+   *  again now and then, in case the workflow is resumed here. */
+  private followStored(): void {
+    if (this.disposed || this.retryTimer !== null) {
+      return;
+    }
+    this.startPolling();
+    this.retryTimer = window.setTimeout(() => {
+      this.retryTimer = null;
+      this.connect();
+    }, STORED_RETRY_MS);
+  }
+
   private startPolling(): void {
     if (this.polling) {
+      this.setMode(this.ended ? 'stored' : 'polling');
       return;
     }
     this.polling = true;
-    this.setMode('polling');
+    this.setMode(this.ended ? 'stored' : 'polling');
     const tick = async (): Promise<void> => {
       this.pollTimer = null;
       await Promise.all([this.refresh(), this.backfill()]);

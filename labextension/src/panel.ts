@@ -234,8 +234,13 @@ export class WorkflowPanel extends Widget {
       this.render();
     });
     feed.modeChanged.connect((_, mode) => {
+      const storedChanged = (mode === 'stored') !== (this.mode === 'stored');
       this.mode = mode;
-      this.showHeader();
+      if (storedChanged) {
+        this.render(); // the controls and decisions act only where an engine drives the run
+      } else {
+        this.showHeader();
+      }
     });
     if (snapshot) {
       this.setSnapshot(snapshot);
@@ -414,6 +419,7 @@ export class WorkflowPanel extends Widget {
     return {
       openState: this.openState,
       busy: this.busy,
+      stored: this.mode === 'stored',
       transitions: this.transitions,
       stepTitles: this.stepTitles,
       control: id => this.control(id),

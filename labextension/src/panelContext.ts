@@ -11,6 +11,9 @@ export interface SectionContext {
   readonly openState: Map<string, boolean>;
   /** A command is in flight: buttons are disabled meanwhile. */
   readonly busy: boolean;
+  /** No engine drives the workflow in this server (deleted here, or run by the command
+   *  line): its controls and decisions cannot act, so they are disabled, saying why. */
+  readonly stored: boolean;
   /** The FSM transition table (for which controls apply). */
   readonly transitions: FsmTransition[];
   /** Step titles seen in this workflow's snapshots (a completed stage records ids only). */

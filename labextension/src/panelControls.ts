@@ -15,6 +15,11 @@ import {
   effectViews
 } from './view';
 
+/** Why a control or a decision of a workflow no engine drives here cannot act. */
+export const NOT_RUNNING_HERE =
+  'No engine drives this workflow in this server now: start a new workflow on this ' +
+  'notebook, or resume this one from the command line (notebook-bcc resume)';
+
 /** The control buttons the FSM allows now. */
 export function renderControls(ctx: SectionContext, snapshot: WorkflowSnapshot): HTMLElement {
   const buttons = controlViews(snapshot, ctx.transitions).map(control =>
@@ -23,9 +28,9 @@ export function renderControls(ctx: SectionContext, snapshot: WorkflowSnapshot):
       {
         class: `jp-NotebookBcc-button${control.destructive ? ' jp-NotebookBcc-destructive' : ''}`,
         'data-testid': `bcc-${control.id}`,
-        title: control.title,
-        'aria-label': control.title,
-        disabled: !control.enabled || ctx.busy,
+        title: ctx.stored ? NOT_RUNNING_HERE : control.title,
+        'aria-label': ctx.stored ? `${control.label}: ${NOT_RUNNING_HERE}` : control.title,
+        disabled: !control.enabled || ctx.busy || ctx.stored,
         onclick: () => void ctx.control(control.id)
       },
       control.label
@@ -116,8 +121,8 @@ export function renderDecision(ctx: SectionContext, decision: PendingDecision, s
         {
           class: 'jp-NotebookBcc-button jp-mod-styled jp-mod-accept',
           'data-testid': 'bcc-approve',
-          title: approveHint,
-          disabled: ctx.busy,
+          title: ctx.stored ? NOT_RUNNING_HERE : approveHint,
+          disabled: ctx.busy || ctx.stored,
           onclick: () => void ctx.decide('approve', decision.id)
         },
         'Approve'
@@ -127,8 +132,8 @@ export function renderDecision(ctx: SectionContext, decision: PendingDecision, s
         {
           class: 'jp-NotebookBcc-button jp-mod-styled',
           'data-testid': 'bcc-reject',
-          title: rejectHint,
-          disabled: ctx.busy,
+          title: ctx.stored ? NOT_RUNNING_HERE : rejectHint,
+          disabled: ctx.busy || ctx.stored,
           onclick: () => void ctx.decide('reject', decision.id)
         },
         'Reject'

@@ -9,6 +9,23 @@ import type { WorkflowSnapshot } from './types';
 import { STATUS_LABELS } from './view';
 
 /** What the header needs from the panel. */
+/** The header's word for each connection mode, and its tooltip. */
+export const CONNECTION_WORDS: Record<ConnectionMode, string> = {
+  live: 'live',
+  polling: 'polling',
+  stored: 'not running here',
+  offline: 'offline'
+};
+
+const CONNECTION_TITLES: Record<ConnectionMode, string> = {
+  live: 'Live: updates stream from the server',
+  polling: 'Polling: the live stream is unavailable, the panel refreshes every 2 s',
+  stored:
+    'No engine drives this workflow in this server now (it was stopped here, or the command ' +
+    'line runs it): the panel shows its stored state, refreshed every 2 s',
+  offline: 'Offline: reconnecting…'
+};
+
 export interface HeaderState {
   notebookPath: string | null;
   mode: ConnectionMode;
@@ -48,17 +65,16 @@ state: HeaderState
       class: `jp-NotebookBcc-connection jp-NotebookBcc-connection-${state.mode}`,
       'data-testid': 'bcc-connection',
       'data-mode': state.mode,
-      title:
-        state.mode === 'live'
-          ? 'Live: updates stream from the server'
-          : state.mode === 'polling'
-            ? 'Polling: the live stream is unavailable, the panel refreshes every 2 s'
-            : 'Offline: reconnecting…'
+      title: CONNECTION_TITLES[state.mode]
     },
-    state.mode === 'live' ? 'live' : state.mode === 'polling' ? 'polling' : 'offline'
+    CONNECTION_WORDS[state.mode]
   );
+  // a finished run, or one no engine drives here any more (stopped and released here)
   const canStartAnother =
-    status === 'completed' || status === 'cancelled' || status === 'failed';
+    status === 'completed' ||
+    status === 'cancelled' ||
+    status === 'failed' ||
+    (state.mode === 'stored' && (status === 'interrupted' || status === 'paused'));
   replaceChildren(
     node,
     h(
@@ -88,7 +104,7 @@ state: HeaderState
     h(
       'div',
       { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason', title: snapshot.run.reason ?? '' },
-      statusSentence(snapshot)
+      statusSentence(snapshot, state.mode !== 'stored')
     ),
     h(
       'div',

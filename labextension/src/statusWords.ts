@@ -39,7 +39,7 @@ export function failureWords(reason: string): string {
 }
 
 /** "Waiting for your approval: Review …", "Failed in Modelling: …", "Running Modelling". */
-export function statusSentence(snapshot: WorkflowSnapshot): string {
+export function statusSentence(snapshot: WorkflowSnapshot, drivenHere = true): string {
   const run = snapshot.run;
   const stage = stageName(snapshot);
   const reason = run.reason ?? '';
@@ -61,7 +61,7 @@ export function statusSentence(snapshot: WorkflowSnapshot): string {
     case 'paused':
       return `Paused${reason ? `: ${reason}` : ''}`;
     case 'interrupted':
-      return `Interrupted${reason ? `: ${reason}` : ''}; Run resumes it`;
+      return `Interrupted${reason ? `: ${reason}` : ''}${drivenHere ? '; Run resumes it' : ''}`;
     case 'completed':
       return 'Completed';
     case 'cancelled':

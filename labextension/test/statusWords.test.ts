@@ -53,6 +53,12 @@ describe('statusSentence', () => {
       'Failed in Modelling: the kernel died'
     );
   });
+  it('says Run resumes an interrupted run only where an engine drives it', () => {
+    const reason = 'stopped: the workflow was deleted from this server';
+    const s = snap({ status: 'interrupted', reason });
+    assert.equal(statusSentence(s), `Interrupted: ${reason}; Run resumes it`);
+    assert.equal(statusSentence(s, false), `Interrupted: ${reason}`);
+  });
   it('names the stage a run failed in and why', () => {
     const s = snap({ status: 'failed', reason: 'InvalidParameterError: alpha < 0' });
     assert.equal(statusSentence(s), 'Failed in Modelling: InvalidParameterError: alpha < 0');

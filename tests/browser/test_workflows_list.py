@@ -79,3 +79,42 @@ def test_a_stuck_run_is_cancelled_from_the_workflows_list(lab: Lab, pages: Pages
     page.wait_for_function(
         "p => window.jupyterapp.shell.currentWidget?.context?.path === p", arg=notebook
     )
+
+
+def test_a_workflow_deleted_while_shown_reads_not_running_here_not_offline(
+    lab: Lab, pages: Pages
+) -> None:
+    """The panel follows a run; it is stopped and released (``DELETE``, e.g. from another
+    browser or a script): the server is still there, so the panel says the workflow no longer
+    runs here (its stored state, still refreshed), never "offline: reconnecting"."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(STUCK, lab.root / "blueprints" / "stuck.yaml")
+    notebook = "listed/deleted.ipynb"
+    lab.create_notebook(notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/stuck.yaml")["workflow_id"]
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    connection = tid(panel, "bcc-connection")
+    expect(connection).to_have_attribute("data-mode", "live", timeout=UI_MS)
+
+    final = lab.api("DELETE", f"workflows/{workflow_id}")
+    expect(connection).to_have_attribute("data-mode", "stored", timeout=UI_MS)
+    expect(connection).to_have_text("not running here")
+    expect(tid(panel, "bcc-badge")).to_have_attribute(
+        "data-status", final["run"]["status"], timeout=UI_MS
+    )
+    # the stored state keeps being read (a poll of its events), and the word stays
+    with page.expect_request(lambda r: f"/workflows/{workflow_id}/events" in r.url):
+        pass
+    expect(connection).to_have_attribute("data-mode", "stored")
+    reason = tid(panel, "bcc-reason")
+    expect(reason).to_contain_text("deleted from this server")
+    expect(reason).not_to_contain_text("Run resumes it")
+    # nothing here can act on it: its controls say why; a new workflow can start
+    resume = tid(panel, "bcc-run")
+    expect(resume).to_be_disabled()
+    assert "No engine drives this workflow" in (resume.get_attribute("title") or "")
+    expect(tid(panel, "bcc-start")).to_be_visible()
+    assert_panel_layout(page)
+    shot(page, "20-7-deleted-not-running-here")
