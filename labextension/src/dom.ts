@@ -3,12 +3,25 @@
  * so nothing a planner or a kernel wrote can inject markup.
  */
 
-import { svgNaturalSize } from './view';
+import { idParts, svgNaturalSize } from './view';
 
 export type Child = Node | string | null | undefined | false;
 
 export interface Attrs {
   [name: string]: string | number | boolean | null | undefined | ((event: Event) => void);
+}
+
+/** ``text`` as text nodes with a line-break opportunity (``<wbr>``) between its
+ *  ``idParts``: a long identifier wraps after an underscore, a dot or a slash. */
+export function breakable(text: string): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  idParts(text).forEach((part, index) => {
+    if (index > 0) {
+      fragment.appendChild(document.createElement('wbr'));
+    }
+    fragment.appendChild(document.createTextNode(part));
+  });
+  return fragment;
 }
 
 /** ``h('div', {class: 'x', 'data-testid': 'bcc-tree'}, child, ...)``. */

@@ -2,7 +2,7 @@
  * The panel's current behavior (agent, task, inputs, expected artifacts, acceptance criteria,
  * missing variables), its latest outputs and the kernel's variables.
  */
-import { h, keyValueTable, section } from './dom';
+import { breakable, h, keyValueTable, section } from './dom';
 import type { SectionContext } from './panelContext';
 import type { WorkflowSnapshot } from './types';
 import { behaviorView, dataVariables, effectViews, variableRows } from './view';
@@ -158,7 +158,7 @@ export function renderVariables(ctx: SectionContext, snapshot: WorkflowSnapshot)
                 h(
                   'td',
                   { title: r.name },
-                  h('code', {}, r.name),
+                  h('code', { class: 'jp-NotebookBcc-id' }, breakable(r.name)),
                   h(
                     'div',
                     { class: 'jp-NotebookBcc-varMeta' },

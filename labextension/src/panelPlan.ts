@@ -2,7 +2,7 @@
  * The panel's progress bar with its metrics, and the plan tree (stage -> step -> behavior)
  * whose nodes fold open while current.
  */
-import { h, keyValueTable, section } from './dom';
+import { breakable, h, keyValueTable, section } from './dom';
 import type { SectionContext } from './panelContext';
 import type { WorkflowSnapshot } from './types';
 import { TreeNode, buildTree, metricRows, progressSummary } from './view';
@@ -90,7 +90,7 @@ export function renderNode(ctx: SectionContext, item: TreeNode, level: 'stage' |
     'span',
     { class: 'jp-NotebookBcc-nodeLabel' },
     h('span', { class: 'jp-NotebookBcc-mark', 'aria-hidden': 'true' }, mark),
-    h('span', { class: 'jp-NotebookBcc-nodeTitle', title: item.id }, item.title),
+    h('span', { class: 'jp-NotebookBcc-nodeTitle', title: item.id }, breakable(item.title)),
     bits.length ? h('span', { class: 'jp-NotebookBcc-nodeMeta' }, bits.join(', ')) : null
   );
   const about: Array<[string, string]> = [];

@@ -1,7 +1,7 @@
 /**
  * The panel's timeline of D4 events and its planner usage table.
  */
-import { h, section } from './dom';
+import { breakable, h, section } from './dom';
 import type { SectionContext } from './panelContext';
 import type { WorkflowEvent, WorkflowSnapshot } from './types';
 import { renderTimelineRows } from './timelineGroups';
@@ -49,7 +49,14 @@ export function renderUsage(ctx: SectionContext, snapshot: WorkflowSnapshot): HT
         'tbody',
         {},
         ...rows.map(r =>
-          h('tr', {}, h('td', {}, r.scope), h('td', {}, String(r.calls)), h('td', {}, r.tokens), h('td', {}, r.latency))
+          h(
+            'tr',
+            {},
+            h('td', {}, breakable(r.scope)),
+            h('td', {}, String(r.calls)),
+            h('td', {}, r.tokens),
+            h('td', {}, r.latency)
+          )
         )
       )
     )

@@ -63,6 +63,15 @@ export function humanizeId(id: string): string {
   return words ? words[0].toUpperCase() + words.slice(1) : id;
 }
 
+/**
+ * ``text`` cut after each ``_ . / -`` that has more of the name after it: where an identifier
+ * or a path may wrap in a narrow panel (``user_submit_files`` -> ``user_`` ``submit_``
+ * ``files``), so it wraps between its parts rather than inside a word.
+ */
+export function idParts(text: string): string[] {
+  return text.split(/(?<=[^_./-][_./-]+)(?=[^_./-])/);
+}
+
 /** A plan item's title, else a known title for its id, else its id in words. */
 export function titleOf(item: PlanItem, known?: ReadonlyMap<string, string>): string {
   return item.title?.trim() || known?.get(item.id) || humanizeId(item.id);

@@ -22,6 +22,7 @@ import {
   eventText,
   historyEvents,
   humanizeId,
+  idParts,
   svgNaturalSize,
   humanState,
   isActive,
@@ -1102,6 +1103,24 @@ describe('controlViews', () => {
 });
 
 // -- timeline ----------------------------------------------------------------------------
+
+describe('idParts', () => {
+  it('cuts an identifier or a path after each separator that has more after it', () => {
+    assert.deepEqual(idParts('user_submit_files'), ['user_', 'submit_', 'files']);
+    assert.deepEqual(idParts('data/housing.csv'), ['data/', 'housing.', 'csv']);
+    assert.deepEqual(idParts('__init__'), ['__init__'], 'no cut before the name begins');
+    assert.deepEqual(idParts('_private_name'), ['_private_', 'name']);
+    assert.deepEqual(idParts('a__b'), ['a__', 'b']);
+    assert.deepEqual(idParts('plain'), ['plain']);
+    assert.deepEqual(idParts(''), ['']);
+  });
+
+  it('keeps every character, in order', () => {
+    for (const text of ['stage_019_step_1', 'x.y-z/w_', '_private', 'a - b']) {
+      assert.equal(idParts(text).join(''), text);
+    }
+  });
+});
 
 describe('mergeEvents', () => {
   it('appends new events in sequence order and drops the ones already there', () => {

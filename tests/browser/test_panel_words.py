@@ -45,7 +45,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 BLUEPRINT = Path(__file__).resolve().parents[1] / "fixtures" / "browser" / "plainwords.yaml"
 NARROW = 300
 
-# Text cut by its box (overflow hidden / ellipsis) and words broken across lines, outside code.
+# Text cut by its box (overflow hidden / ellipsis) and words broken across lines, outside code
+# (but inside identifiers: a variable name wraps after an underscore, never inside a word).
 CLIPPED_JS = """
 panel => {
   const bad = [];
@@ -70,7 +71,8 @@ panel => {
   const walker = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const parent = node.parentElement;
-    if (!parent || parent.closest('pre, code, svg')) continue;
+    if (!parent || parent.closest('pre, svg')) continue;
+    if (parent.closest('code') && !parent.closest('code.jp-NotebookBcc-id')) continue;
     if (!parent.checkVisibility({contentVisibilityAuto: true})) continue;
     const words = /[A-Za-z]{2,}/g;
     for (let m = words.exec(node.textContent); m; m = words.exec(node.textContent)) {
