@@ -22,6 +22,7 @@ import type { IDocumentManager } from '@jupyterlab/docmanager';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type * as nbformat from '@jupyterlab/nbformat';
 import type { Contents } from '@jupyterlab/services';
+import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { BccApi, CellOp, MergeAnswer } from './api';
 import { opsStillApply } from './coeditRule';
@@ -54,6 +55,7 @@ export class DocumentCoeditor {
   private readonly inFlight = new Map<string, MergeAnswer[]>();
   /** Each document's file as this window last loaded or saved it (the merge base). */
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
+  private readonly _writing = new Signal<this, { path: string; workflowId: string }>(this);
 
   constructor(
     private readonly api: BccApi,
@@ -118,11 +120,18 @@ export class DocumentCoeditor {
       this.timer = null;
     }
     void this.api.holdDocuments(this.holder, []).catch(() => undefined);
+    Signal.clearData(this);
   }
 
   /** Whether this browser holds ``path`` now (the server then writes into its document). */
   holds(path: string): boolean {
     return this.held.has(path) && Date.now() < this.heldUntil;
+  }
+
+  /** Each heartbeat's workflows writing an open notebook (``path``): a panel showing that
+   *  notebook follows the workflow now instead of at its next discovery. */
+  get writing(): ISignal<this, { path: string; workflowId: string }> {
+    return this._writing;
   }
 
   /** A workflow event says cells changed: look now rather than at the next beat. */
@@ -162,6 +171,7 @@ export class DocumentCoeditor {
         if (!panel) {
           continue;
         }
+        this._writing.emit({ path: doc.path, workflowId: doc.workflow_id });
         if (doc.writer === false) {
           // another window writes this notebook: follow its saves
           this.versions.delete(doc.path);
@@ -420,11 +430,26 @@ function roomSavesAreNotConflicts(panel: NotebookPanel): void {
   };
 }
 
+/** Lab's ``[*]`` on the cell the workflow runs now (its ``notebook_bcc.status``), no
+ *  marker on the others: the server runs these cells, so this browser never marks them. */
+function showRunning(target: unknown, cell: nbformat.ICell): void {
+  if (cell.cell_type !== 'code') {
+    return;
+  }
+  const bcc = (cell.metadata ?? {})['notebook_bcc'] as { status?: unknown } | undefined;
+  const state = bcc?.status === 'running' ? 'running' : 'idle';
+  const code = target as { executionState?: string } | undefined;
+  if (code?.executionState !== undefined && code.executionState !== state) {
+    code.executionState = state;
+  }
+}
+
 function applyOp(panel: NotebookPanel, op: CellOp): void {
   const shared = panel.context.model.sharedModel;
   const cell = op.cell as unknown as nbformat.ICell;
   if (op.op === 'insert') {
-    shared.insertCell(op.index, { ...cell, id: op.cell_id } as never);
+    // (the inserted cell, not getCell: the cell list is updated when the transaction ends)
+    showRunning(shared.insertCell(op.index, { ...cell, id: op.cell_id } as never), cell);
     return;
   }
   const target = shared.getCell(op.index);
@@ -432,7 +457,7 @@ function applyOp(panel: NotebookPanel, op: CellOp): void {
   if (op.op === 'replace' || target.cell_type !== cell.cell_type) {
     // 'replace': the workflow's first cell takes the place of Lab's blank cell
     shared.deleteCell(op.index);
-    shared.insertCell(op.index, { ...cell, id: op.cell_id } as never);
+    showRunning(shared.insertCell(op.index, { ...cell, id: op.cell_id } as never), cell);
     return;
   }
   if (target.getSource() !== source) {
@@ -447,5 +472,6 @@ function applyOp(panel: NotebookPanel, op: CellOp): void {
     const codeCell = cell as nbformat.ICodeCell;
     code.setOutputs(codeCell.outputs ?? []);
     code.execution_count = codeCell.execution_count ?? null;
+    showRunning(target, cell);
   }
 }

@@ -141,6 +141,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         coeditor.poke();
       }
     });
+    coeditor.writing.connect((_, doc) => panel.workflowWriting(doc.path, doc.workflowId));
     panel.disposed.connect(() => {
       sync.dispose();
       coeditor.dispose();

@@ -181,6 +181,19 @@ export class WorkflowPanel extends Widget {
     this.render();
   }
 
+  /**
+   * A workflow writes the notebook at ``path`` (the co-editor's heartbeat says so): when this
+   * panel shows that notebook and follows no workflow, or another one (started from a
+   * terminal or another window meanwhile), look for it now rather than at the next
+   * discovery, so the panel never says "no workflow" while its cells arrive.
+   */
+  workflowWriting(path: string, workflowId: string): void {
+    if (path !== this.notebookPath || this.feed?.workflowId === workflowId) {
+      return;
+    }
+    void this.discover();
+  }
+
   /** Find the notebook's workflow (the active one, else its latest) and follow it. */
   async discover(): Promise<void> {
     const path = this.notebookPath;

@@ -132,6 +132,9 @@ class ActionRunner:
         self.effects_config = effects
         self.probe_config = probe
         self._markers = MarkerBook(document, self._emit)
+        self.executing: str | None = None
+        """The id of the cell whose code the kernel runs now, None between cells (a
+        collaboration room shows it as running: JupyterLab's ``[*]``)."""
         self._merged: dict[str, str] = {}
 
     async def start(self) -> None:
@@ -359,6 +362,7 @@ class ActionRunner:
             if contract_id is not None:
                 bcc["contract_id"] = contract_id
         limit = timeout if timeout is not None else self.cell_timeout
+        self.executing = cell_id
         try:
             raw = await self.session.execute(self.document.nb, cell, position, timeout=limit)
         except KernelDeadError as exc:
@@ -377,6 +381,8 @@ class ActionRunner:
                 bcc.update(status="dead_kernel", message=raw.message)
             self._emit(cell, "updated")
             return ActionOutcome(action.type, cell_id=cell_id, change="updated", execution=result)
+        finally:
+            self.executing = None
         result = exec_result(
             cell_id,
             cell.get("outputs", []),

@@ -155,7 +155,7 @@ class ServiceCore:
             self.coedit.register(workflow_id, writer)
         if self.file_ids is not None:
             self.file_ids.attach(writer)
-        return KernelRuntime(
+        runtime = KernelRuntime(
             notebook_path=Path(self.contents.os_path(notebook) or notebook),
             workflow_id=workflow_id,
             document=document,
@@ -165,6 +165,9 @@ class ServiceCore:
             write_debounce=options.write_debounce,
             writer=writer,
         )
+        runner = runtime.runner
+        writer.running_cell = lambda: runner.executing
+        return runtime
 
     # -- running --------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import Contents, Stamp
 from notebook_bcc.server.doc_merge import MergePlan, WorkflowCell, plan_merge
 from notebook_bcc.server.errors import ContentsError
+from notebook_bcc.server.room_running import mark_running
 from notebook_bcc.server.save_pacing import SavePacer
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,10 @@ class ContentsNotebookWriter(NotebookWriter):
         self._saved_at: tuple[str, Stamp] | None = None
         """Where the last save went and the version it wrote there."""
         self._reclaims: set[asyncio.Task[None]] = set()
+        self.running_cell: Callable[[], str | None] = lambda: None
+        """The workflow cell the kernel runs now (the runtime's runner): a collaboration room
+        shows it running (:mod:`.room_running`)."""
+        self._marked: str | None = None
 
     # -- changes --------------------------------------------------------------------------
 
@@ -421,6 +426,9 @@ class ContentsNotebookWriter(NotebookWriter):
                 else:
                     room.set_cell(op.index, value=value)
             metadata_written = self._room_metadata(room)
+        now, before = self.running_cell(), self._marked
+        self._marked = now
+        mark_running(room, now, before)
         self._commit_document(
             {op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops},
             plan.detached,

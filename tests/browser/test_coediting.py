@@ -8,6 +8,7 @@ files the test creates, so every edit provably happens mid-run.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -411,3 +412,35 @@ def test_two_windows_on_one_notebook_save_without_a_dialog(lab: Lab, pages: Page
         "from_first = 2",
     ):
         assert sum(expected in s for s in sources) == 1, (expected, sources)
+
+
+def test_the_cell_the_workflow_runs_shows_labs_running_prompt(lab: Lab, pages: Pages) -> None:
+    """JupyterLab marks a running cell ``[*]``. The workflow's cells run in the server, not
+    from this browser, so the panel's merge (single-user) or the room (collaboration) marks
+    the cell the kernel runs now, and the mark goes once it finished."""
+    mode = "collab" if lab.collaborative else "single"
+    for gate in ("gate-1", "gate-2"):
+        (lab.root / gate).unlink(missing_ok=True)
+    page = pages.new()
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+    workflow_id = lab.start_workflow(notebook, "blueprints/gated.yaml")["workflow_id"]
+    cells = notebook_panel(page).locator(".jp-CodeCell")
+    finished = re.compile(r"^\[\d+\]:$")
+
+    waiting = cells.filter(has_text="'gate-1'").locator(".jp-InputPrompt")
+    expect(waiting).to_have_text("[*]:", timeout=PROGRESS_MS)
+    expect(cells.filter(has_text="explored = 1").locator(".jp-InputPrompt")).to_have_text(finished)
+    expect(notebook_panel(page).locator(".jp-InputPrompt", has_text="[*]")).to_have_count(1)
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "running", timeout=UI_MS)
+    shot(page, f"20-8-{mode}-running-prompt")
+
+    (lab.root / "gate-1").touch()
+    expect(waiting).to_have_text(finished, timeout=PROGRESS_MS)
+    second = cells.filter(has_text="'gate-2'").locator(".jp-InputPrompt")
+    expect(second).to_have_text("[*]:", timeout=PROGRESS_MS)
+    (lab.root / "gate-2").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the end")
+    expect(second).to_have_text(finished, timeout=PROGRESS_MS)
+    expect(notebook_panel(page).locator(".jp-InputPrompt", has_text="[*]")).to_have_count(0)
