@@ -22,6 +22,9 @@ export interface CellMark {
   createdAt: string | null;
   startedAt: string | null;
   endedAt: string | null;
+  /** Seconds the cell waited for a human before it ran (an irreversible action's
+   *  confirmation): not counted as time spent. */
+  waitedS?: number | null;
   /** The workflow that wrote the cell (a notebook keeps the cells of its earlier runs). */
   workflow?: string | null;
 }
@@ -60,6 +63,7 @@ export function cellMark(index: number, bcc: unknown): CellMark | null {
     createdAt: text(m['created_at']),
     startedAt: text(m['started_at']),
     endedAt: text(m['ended_at']),
+    waitedS: count(m['waited_s']),
     workflow: text(m['workflow_id'])
   };
 }

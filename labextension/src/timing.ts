@@ -5,8 +5,9 @@
  * transition, so the cells are the complete record.
  *
  * One pass of a node (a stage visit, a behavior iteration) lasts from its first cell's
- * creation to its last cell's end (``now`` while a cell of it runs); a node's time is the sum
- * of its passes. Pure, unit-tested.
+ * creation to its last cell's end (``now`` while a cell of it runs), less the time its cells
+ * waited for a human (``waited_s``: an irreversible action's confirmation); a node's time is
+ * the sum of its passes. Pure, unit-tested.
  */
 import type { CellMark } from './navigate';
 
@@ -34,21 +35,31 @@ interface Pass {
   start: number;
   end: number;
   running: boolean;
+  /** Milliseconds its cells waited for a human. */
+  waited: number;
 }
 
 /** Seconds per stage, step and behavior key (see :func:`timeKey`); ``now`` in epoch ms. */
 export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, NodeTime> {
   // pass key -> node key, span
   const passes = new Map<string, { node: string; pass: Pass }>();
-  const add = (node: string, passKey: string, start: number, end: number, running: boolean): void => {
+  const add = (
+    node: string,
+    passKey: string,
+    start: number,
+    end: number,
+    running: boolean,
+    waited: number
+  ): void => {
     const known = passes.get(passKey);
     if (!known) {
-      passes.set(passKey, { node, pass: { start, end, running } });
+      passes.set(passKey, { node, pass: { start, end, running, waited } });
       return;
     }
     known.pass.start = Math.min(known.pass.start, start);
     known.pass.end = Math.max(known.pass.end, end);
     known.pass.running = known.pass.running || running;
+    known.pass.waited += waited;
   };
   for (const mark of marks) {
     if (!mark.stage) {
@@ -64,18 +75,20 @@ export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, 
     }
     const start = Math.min(...starts);
     const end = running ? Math.max(now, start) : Math.max(start, ...[ended, created].filter((v): v is number => v !== null));
+    const waited = Math.max(0, (mark.waitedS ?? 0) * 1000);
     const visit = `#${mark.visit ?? 1}`;
     const iteration = `#${mark.iteration ?? 1}`;
-    add(timeKey(mark.stage), `${mark.stage}${visit}`, start, end, running);
+    add(timeKey(mark.stage), `${mark.stage}${visit}`, start, end, running, waited);
     if (mark.step) {
-      add(timeKey(mark.stage, mark.step), `${mark.stage}${visit}/${mark.step}`, start, end, running);
+      add(timeKey(mark.stage, mark.step), `${mark.stage}${visit}/${mark.step}`, start, end, running, waited);
       if (mark.behavior) {
         add(
           timeKey(mark.stage, mark.step, mark.behavior),
           `${mark.stage}${visit}/${mark.step}/${mark.behavior}${iteration}`,
           start,
           end,
-          running
+          running,
+          waited
         );
       }
     }
@@ -83,7 +96,7 @@ export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, 
   const times = new Map<string, NodeTime>();
   for (const { node, pass } of passes.values()) {
     const known = times.get(node) ?? { seconds: 0, running: false };
-    known.seconds += Math.max(0, pass.end - pass.start) / 1000;
+    known.seconds += Math.max(0, pass.end - pass.start - pass.waited) / 1000;
     known.running = known.running || pass.running;
     times.set(node, known);
   }

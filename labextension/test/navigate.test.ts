@@ -53,8 +53,10 @@ describe('cellMark', () => {
       createdAt: '2026-11-25T10:00:00Z',
       startedAt: null,
       endedAt: null,
+      waitedS: null,
       workflow: 'wf-1'
     });
+    assert.equal(cellMark(0, { stage_id: 's', waited_s: 12.5 })?.waitedS, 12.5);
     assert.equal(cellMark(0, { stage_id: 5, visit: 'x' })?.stage, null);
   });
 });

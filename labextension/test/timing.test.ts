@@ -55,6 +55,25 @@ describe('nodeTimes', () => {
     assert.equal(times.get('nowhere'), undefined);
   });
 
+  it('leaves out the time a cell waited for a human to confirm it', () => {
+    // an irreversible export created at 3 s, confirmed 600 s later, done 1 s after that
+    const times = nodeTimes(
+      [
+        cell(0, ['report', 'save', 'b1'], 0, 2),
+        cell(1, ['report', 'save', 'b1'], 3, 604, { waited_s: 600 }),
+        cell(2, ['report', 'save', 'b2'], 605, 606)
+      ],
+      T0 + 999_000
+    );
+    assert.equal(times.get('report/save/b1')?.seconds, 4);
+    assert.equal(times.get('report/save/b2')?.seconds, 1);
+    assert.equal(times.get('report/save')?.seconds, 6);
+    assert.equal(times.get('report')?.seconds, 6);
+    // a bad value counts as no wait
+    const odd = nodeTimes([cell(0, ['r', 's', 'b'], 0, 2, { waited_s: 'x' })], T0);
+    assert.equal(odd.get('r')?.seconds, 2);
+  });
+
   it('sums visits and iterations instead of counting the time between them', () => {
     const times = nodeTimes(
       [

@@ -7,6 +7,7 @@ the contract and ends it, drops the pending decision, and commits, like any othe
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from notebook_bcc.engine import lost_state
@@ -15,6 +16,8 @@ from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.fsm.idempotency import IdempotencyVerdict
 from notebook_bcc.kernel.cell_ids import ActionPath
+from notebook_bcc.kernel.cells import bcc_of
+from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.models.actions import (
     ExecAction,
 )
@@ -318,6 +321,8 @@ class Confirmations:
         """An irreversible confirmation: approve runs it next; reject skips it (D9)."""
         engine = self.engine
         snap, records, contracts = await self._answer(pending, decision, actor)
+        if decision == "approve":
+            _note_wait(engine.runtime.document, pending)
         if decision == "reject" and snap.fsm.state is State.ACTION_RUNNING:
             where = pending.details.get("path")
             effect = f"WARN: irreversible action at {where} rejected by {actor}; skipped"
@@ -337,6 +342,25 @@ class Confirmations:
             events=[_decision(pending, decision, actor=actor)],
             kinds=frozenset({"decision"}),
         )
+
+
+def _note_wait(document: NotebookDocument, pending: PendingDecision) -> None:
+    """Add the time the decision's cell waited for a human to its ``waited_s`` (metadata,
+    written with the cell when it runs): the panel leaves it out of the plan's times, which
+    would otherwise count a coffee break as the stage's work."""
+    cell_id = pending.details.get("cell_id")
+    cell = document.get(cell_id) if isinstance(cell_id, str) else None
+    bcc = bcc_of(cell) if cell is not None else None
+    if bcc is None:
+        return
+    try:
+        asked = datetime.fromisoformat(pending.created_at)
+    except ValueError:
+        return
+    waited = (datetime.now(timezone.utc) - asked).total_seconds()
+    before = bcc.get("waited_s")
+    before = before if isinstance(before, (int, float)) else 0.0
+    bcc["waited_s"] = round(before + max(0.0, waited), 3)
 
 
 IN_DOUBT_RAN = "ran (in doubt)"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,6 +91,50 @@ def test_d9_irreversible_action_waits_for_a_human(
             assert engine.snapshot.variables["published"].value is True, "the behavior went on"
 
     harness.run(scenario)
+
+
+def test_an_approved_irreversible_cell_records_how_long_it_waited_for_the_human(
+    harness: EngineHarness,
+) -> None:
+    """The plan's times (the panel) leave out a confirmation's wait: the cell says how long
+    it waited (``waited_s``), in the store and in the notebook."""
+    thinking = 0.3  # the human reading the code before approving
+
+    async def scenario() -> tuple[float, str]:
+        engine = await harness.open("side_effect")
+        try:
+            assert (await engine.run()).exit_code == 3
+            pending = only_pending(engine, "irreversible_confirmation")
+            cell_id = pending.details["cell_id"]
+            asked = datetime.fromisoformat(pending.created_at)
+            await asyncio.sleep(thinking)
+            await engine.command(
+                {
+                    "decide": pending.id,
+                    "decision": "approve",
+                    "expected_version": engine.snapshot.version,
+                }
+            )
+            bound = (datetime.now(timezone.utc) - asked).total_seconds()
+            assert (await engine.run()).exit_code == 0
+        finally:
+            await finish(engine)
+        return bound, cell_id
+
+    bound, cell_id = harness.run(scenario)
+    store = harness.store()
+    (workflow_id,) = store.workflow_ids()
+    rows = [r for r in store.cells(workflow_id) if r.cell_id == cell_id]
+    store.close()
+    (row,) = rows
+    waited = row.cell["metadata"]["notebook_bcc"]["waited_s"]
+    assert thinking <= waited <= bound + 0.01, (waited, bound)
+    saved = nbformat.read(harness.notebook, as_version=4)
+    (cell,) = [c for c in saved.cells if c.id == cell_id]
+    assert cell.metadata["notebook_bcc"]["waited_s"] == waited
+    others = [c for c in saved.cells if c is not cell and "notebook_bcc" in c.metadata]
+    assert others, "the run wrote other cells"
+    assert all("waited_s" not in c.metadata["notebook_bcc"] for c in others), "only it waited"
 
 
 def test_d7_second_run_asks_before_repeating(harness: EngineHarness) -> None:
