@@ -42,6 +42,10 @@ export class WorkflowFeed {
   private _stored: Signal<this, WorkflowEvent[]> = new Signal(this);
   private backfilling = false;
   private backfillAgain = false;
+  /** Every stored event up to this seq was fetched since the last connect (when
+   *  ``fetchedAll``): a poll then asks only for newer ones, not the newest 200 again. */
+  private fetchedUpTo = 0;
+  private fetchedAll = false;
   private _modeChanged: Signal<this, ConnectionMode> = new Signal(this);
 
   constructor(
@@ -103,8 +107,9 @@ export class WorkflowFeed {
     }
   }
 
-  /** Fetch the newest stored events and publish them on ``stored`` (one fetch at a time; a
-   *  request made during one runs once it ended, so no connect goes without its fetch). */
+  /** Fetch the stored events (the newest after a connect, then those after the last one
+   *  fetched) and publish them on ``stored``; one fetch at a time, and a request made during
+   *  one runs once it ended, so no connect goes without its fetch. */
   async backfill(): Promise<void> {
     if (this.backfilling) {
       this.backfillAgain = true;
@@ -115,7 +120,12 @@ export class WorkflowFeed {
       do {
         this.backfillAgain = false;
         try {
-          const answer = await this.api.events(this.workflowId, 0, TIMELINE_LIMIT);
+          const after = this.fetchedAll ? this.fetchedUpTo : 0;
+          const answer = await this.api.events(this.workflowId, after, TIMELINE_LIMIT);
+          this.fetchedAll = true;
+          for (const event of answer.events) {
+            this.fetchedUpTo = Math.max(this.fetchedUpTo, event.seq);
+          }
           if (!this.disposed && answer.events.length > 0) {
             this._stored.emit(answer.events);
           }
@@ -177,6 +187,7 @@ export class WorkflowFeed {
       this.attempt = 0;
       this.stopPolling();
       this.setMode('live');
+      this.fetchedAll = false; // what happened while it was closed: the newest again
       void this.backfill();
     };
     socket.onmessage = message => this.receive(message.data);
