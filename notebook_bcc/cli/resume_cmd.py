@@ -85,7 +85,7 @@ def _resume(args: argparse.Namespace) -> int:
     from notebook_bcc.cli.next_steps import decision_lines, next_commands
     from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
     from notebook_bcc.cli.views import choose_view
-    from notebook_bcc.engine.engine import owner_tag
+    from notebook_bcc.engine.engine import exit_code_for, owner_tag
     from notebook_bcc.engine.offline import owner_alive
     from notebook_bcc.engine.options import EngineOptions
 
@@ -111,6 +111,15 @@ def _resume(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    ended = stored.fsm.state.value in ("workflow_completed", "cancelled")
+    if ended and not (args.approve or args.reject):
+        # nothing to go on with: no kernel, no replay of its cells (whose irreversible ones
+        # would then be offered to run again), the record left as it is
+        print(
+            f"workflow {workflow_id} is {stored.run.status}: nothing to resume (run the same "
+            "`notebook-bcc run` command again to start anew)"
+        )
+        return exit_code_for(stored)
     changes = run_planners.changed_settings(args, stored.planner.kind)
     if isinstance(changes, str):
         print(f"error: {changes}", file=sys.stderr)

@@ -55,12 +55,23 @@ class Recovery:
         engine = self.engine
         await engine.runtime.start()
         engine.kernel_started = True
+        inputs_ran = False
         if not await engine.actions.inputs_done():
             await engine.actions.inputs_cell()
+            inputs_ran = True
         await self._settle_running()
-        if not kernel_alive:
-            await self._kernel_state()
-        await self._inputs_again()
+        snap = engine.snapshot
+        anew = restart and can_retry(snap) and not self._blocking(snap)
+        if anew and not kernel_alive:
+            # starting over in this process's new kernel: nothing of the failed attempt is
+            # rebuilt into it (its counters and models would leak into the new run), only the
+            # inputs the new run starts from
+            if not inputs_ran:
+                await engine.actions.inputs_cell()
+        else:
+            if not kernel_alive:
+                await self._kernel_state()
+            await self._inputs_again()
         snap = engine.snapshot
         if can_retry(snap) and not self._blocking(snap):
             if restart:

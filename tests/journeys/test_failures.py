@@ -36,9 +36,20 @@ def test_the_failure_names_the_cell_and_a_retry_goes_on(lab_notebook: Path, tmp_
     assert snapshot["stage_machine"]["visits"]["model"] == 2  # type: ignore[index]
 
 
-def test_restart_after_a_failure_starts_a_new_run(tmp_path: Path) -> None:
+def test_restart_after_a_failure_starts_a_new_run_in_a_fresh_kernel(tmp_path: Path) -> None:
+    # the first stage counts its runs in the kernel: a restart that rebuilt the failed
+    # attempt's state into the new kernel would make the new run's first stage say "2"
+    counting = tmp_path / "counting.yaml"
+    counting.write_text(
+        FAILING.read_text(encoding="utf-8").replace(
+            'print("numbers ready")',
+            'runs = globals().get("runs", 0) + 1\n                  print("prepare run", runs)',
+        ),
+        encoding="utf-8",
+    )
     db = tmp_path / "state.sqlite"
-    failed = cli("run", FAILING, "--notebook", tmp_path / "nb.ipynb", "--state-db", db)
+    notebook = tmp_path / "nb.ipynb"
+    failed = cli("run", counting, "--notebook", notebook, "--state-db", db)
     assert failed.returncode == 1
     before = _status(db)["run_id"]
     (tmp_path / "fixed.flag").touch()
@@ -47,6 +58,21 @@ def test_restart_after_a_failure_starts_a_new_run(tmp_path: Path) -> None:
     after = _status(db)
     assert after["run_id"] != before
     assert after["stage_machine"]["visits"]["prepare"] == 2  # type: ignore[index]
+    said = [
+        "".join(output.get("text", ""))
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        for output in cell.get("outputs", [])
+        if "prepare run" in "".join(output.get("text", ""))
+    ]
+    assert said == ["prepare run 1\n", "prepare run 1\n"], said
+
+    # a bare resume of the finished run: nothing to do, no kernel, nothing written
+    written = notebook.stat().st_mtime_ns
+    again = cli("resume", "--state-db", db)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "is completed: nothing to resume" in again.stdout
+    assert _status(db)["version"] == after["version"]
+    assert notebook.stat().st_mtime_ns == written
 
 
 def test_validate_reports_python_syntax_errors_at_their_line(tmp_path: Path) -> None:
