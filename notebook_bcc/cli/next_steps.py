@@ -55,13 +55,22 @@ def decision_lines(snapshot: WorkflowSnapshot, pending: PendingDecision) -> list
     return lines
 
 
-def next_commands(snapshot: WorkflowSnapshot, state_db: Path | str | None) -> list[str]:
-    """``next: ...`` lines with the commands that continue this run (none when it is over)."""
+def next_commands(
+    snapshot: WorkflowSnapshot, state_db: Path | str | None, *, auto_confirm: bool = False
+) -> list[str]:
+    """``next: ...`` lines with the commands that continue this run (none when it is over).
+
+    ``auto_confirm``: the run was driven with ``--auto-confirm``; the command that continues
+    it says so too (the option is not stored, and a resume without it stops at the first
+    decision, which an unattended user did not expect).
+    """
     if state_db is None:
         return []
     base = f"notebook-bcc resume --state-db {shlex.quote(str(state_db))}"
     status = snapshot.run.status
     pending = snapshot.run.pending
+    if auto_confirm and not pending:
+        base += " --auto-confirm"
     if pending:
         if len(pending) == 1:
             return [f"next: {base} --approve   (or --reject)"]

@@ -284,7 +284,7 @@ async def _drive(
         quiet()
         view.stop(engine, result)
         await close_headless(engine)
-    print_next(engine.snapshot, state_db)
+    print_next(engine.snapshot, state_db, auto_confirm=options.auto_confirm)
     if stopped_now:
         return 130
     return result.exit_code if result is not None else exit_code_for(engine.snapshot)

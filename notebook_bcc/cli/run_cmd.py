@@ -160,7 +160,7 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
         await mark_stopped(engine)
         view.stop(engine, None)
         await close_headless(engine)
-        print_next(engine.snapshot, run.state_db)
+        print_next(engine.snapshot, run.state_db, auto_confirm=run.options.auto_confirm)
         return 130
     except BaseException:
         await close_headless(engine)  # e.g. the store is locked: never orphan the kernel
@@ -170,7 +170,7 @@ async def drive(run: Any, view: Any, *, on_open: Any = None) -> int:
         quiet()
     view.stop(engine, result)
     await close_headless(engine)
-    print_next(engine.snapshot, run.state_db)
+    print_next(engine.snapshot, run.state_db, auto_confirm=run.options.auto_confirm)
     return result.exit_code
 
 
@@ -277,11 +277,11 @@ async def mark_stopped(engine: Any) -> None:
         logging.getLogger(__name__).warning("notebook-bcc: could not record the stop: %s", exc)
 
 
-def print_next(snapshot: Any, state_db: Any) -> None:
+def print_next(snapshot: Any, state_db: Any, *, auto_confirm: bool = False) -> None:
     """The commands that continue the run, on stderr (nothing when it is over)."""
     import sys
 
     from notebook_bcc.cli.next_steps import next_commands
 
-    for line in next_commands(snapshot, state_db):
+    for line in next_commands(snapshot, state_db, auto_confirm=auto_confirm):
         print(line, file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 from notebook_bcc.engine.budget import budget_for
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
-from notebook_bcc.engine.rerun import drop_workflow_cells, release_notebook
+from notebook_bcc.engine.rerun import drop_workflow_cells, read_document, release_notebook
 from notebook_bcc.engine.runtime import KernelRuntime
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.client import OutputListener
@@ -98,7 +98,7 @@ async def open_headless(run: HeadlessRun) -> Engine:
         await release_notebook(store, str(notebook), state_db=run.state_db, abandon=run.abandon)
         drop_workflow_cells(notebook)
         document = (
-            NotebookDocument.read(notebook, workflow_id=workflow_id)
+            read_document(notebook, workflow_id)
             if notebook.exists()
             else NotebookDocument(workflow_id=workflow_id)
         )

@@ -25,6 +25,7 @@ from notebook_bcc.engine.offline import owner_alive
 from notebook_bcc.engine.routing import with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.cells import BCC_KEY
+from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.sqlite import Commit, EventDraft
@@ -84,6 +85,22 @@ async def _abandon(store: AsyncStore, snapshot: WorkflowSnapshot) -> None:
     )
 
 
+def read_document(path: Path, workflow_id: str) -> NotebookDocument:
+    """The notebook at ``path`` as the run's document; a file that is JSON but no notebook
+    nbformat can read (an invalid v3, ``cells`` that is not a list, ...) is a
+    :class:`NotebookBccError` naming the file and what is wrong, not a traceback."""
+    try:
+        return NotebookDocument.read(path, workflow_id=workflow_id)
+    except NotebookBccError:
+        raise
+    except Exception as exc:  # nbformat's validation and upgrade errors have no common base
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NotebookBccError(
+            f"{path} is not a readable notebook: {first[:300]}",
+            details={"path": str(path), "error": type(exc).__name__},
+        ) from exc
+
+
 def drop_workflow_cells(path: Path) -> int:
     """Remove the cells earlier workflows wrote from the notebook at ``path``; how many.
 
@@ -96,6 +113,11 @@ def drop_workflow_cells(path: Path) -> int:
         return 0
     except (OSError, ValueError) as exc:
         raise NotebookBccError(f"{path} is not a readable notebook: {exc}") from exc
+    if not isinstance(data, dict):
+        raise NotebookBccError(
+            f"{path} is not a notebook: it holds a JSON {type(data).__name__}, not an object "
+            "with cells"
+        )
     cells = data.get("cells")
     if not isinstance(cells, list):
         return 0

@@ -106,6 +106,38 @@ def test_bad_input_exits_2(tmp_path: Path, args: list[str | Path], message: str)
     assert message in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"cells": [], "metadata": {}, "nbformat": 3, "nbformat_minor": 0}', "worksheets"),
+        ('{"cells": "oops", "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "invalid"),
+        ("[]", "it holds a JSON list, not an object with cells"),
+        ("{not json", "is not a readable notebook"),
+    ],
+)
+def test_a_notebook_that_is_no_notebook_exits_2_naming_it(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    notebook = tmp_path / "given.ipynb"
+    notebook.write_text(text, encoding="utf-8")
+    done = cli("run", ENGINE / "paths.yaml", "--notebook", notebook, "--auto-confirm")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert f"{notebook} is not a" in done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert notebook.read_text(encoding="utf-8") == text, "the file is left as it was"
+
+
+def test_a_bare_resume_of_a_completed_run_does_nothing(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path, "paths", "--auto-confirm")).returncode == 0
+    db = tmp_path / "state.sqlite"
+    before = json.loads(cli("status", "--state-db", db, "--json").stdout)["version"]
+    again = cli("resume", "--state-db", db)
+    assert again.returncode == 0, again.stderr
+    assert "is completed: nothing to resume" in again.stdout
+    assert json.loads(cli("status", "--state-db", db, "--json").stdout)["version"] == before
+
+
 def test_diagram_of_a_blueprint(tmp_path: Path) -> None:
     done = cli("diagram", ENGINE / "paths.yaml", "--current", "second")
     assert done.returncode == 0
