@@ -54,10 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     from notebook_bcc.errors import NotebookBccError
-    from notebook_bcc.store.errors import StoreUnavailableError
+    from notebook_bcc.store.errors import NotAStateDatabaseError, StoreUnavailableError
 
     try:
         code: int = handler(args)
+    except NotAStateDatabaseError as exc:  # a wrong --state-db path: bad input
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except StoreUnavailableError as exc:
         # D1: the store cannot be written (locked, disk full); it stays at its last commit
         print(f"error: {exc.message}", file=sys.stderr)

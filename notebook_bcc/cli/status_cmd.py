@@ -31,6 +31,8 @@ def open_existing(path: Path) -> Any:
     from notebook_bcc.errors import NotebookBccError
     from notebook_bcc.store.sqlite import SqliteStore
 
+    if path.is_dir():
+        raise NotebookBccError(f"{path} is a directory, not a state database")
     if not path.is_file():
         raise NotebookBccError(f"{path}: no such state database")
     return SqliteStore(path)

@@ -4,6 +4,7 @@ from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import (
     ChainBrokenError,
     IdempotencyViolationError,
+    NotAStateDatabaseError,
     NotebookBusyError,
     StoreUnavailableError,
     UnknownWorkflowError,
@@ -26,6 +27,7 @@ __all__ = [
     "CommitResult",
     "EventDraft",
     "IdempotencyViolationError",
+    "NotAStateDatabaseError",
     "NotebookBusyError",
     "SqliteStore",
     "StoreUnavailableError",

@@ -64,6 +64,14 @@ class ChainBrokenError(NotebookBccError):
     code = "chain_broken"
 
 
+class NotAStateDatabaseError(StoreUnavailableError):
+    """The path given as the state database is a directory, or a file that is no SQLite
+    database. To the CLI it is bad input (exit 2: the path is wrong, not the database); a
+    server's store is unavailable (503)."""
+
+    code = "not_a_state_database"
+
+
 class CorruptSnapshotError(StoreUnavailableError):
     """A stored snapshot that no longer reads as a :class:`WorkflowSnapshot`: the database was
     edited or damaged. Nothing is written on top of it (the chained record is checked apart,

@@ -29,6 +29,7 @@ from notebook_bcc.store import anchor, crash, exchanges, file_ids, parts
 from notebook_bcc.store.errors import (
     CorruptSnapshotError,
     IdempotencyViolationError,
+    NotAStateDatabaseError,
     NotebookBusyError,
     StoreUnavailableError,
     UnknownWorkflowError,
@@ -130,6 +131,11 @@ class SqliteStore(StoreReads):
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
         self.path = Path(path)
+        if self.path.is_dir():
+            raise NotAStateDatabaseError(
+                f"{self.path} is a directory, not a state database (give a file path, e.g. "
+                f"{self.path / 'state.sqlite'})"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._crash = crash.CrashPlan.from_env()
         self._layouts: dict[str, parts.Layout] = {}
@@ -147,6 +153,10 @@ class SqliteStore(StoreReads):
             exchanges.ensure_table(self._db)
             file_ids.ensure_table(self._db)
         except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc):
+                raise NotAStateDatabaseError(
+                    f"{self.path} is not a state database: SQLite says {exc}"
+                ) from exc
             raise StoreUnavailableError(f"cannot open state database {self.path}: {exc}") from exc
 
     # -- lifecycle ---------------------------------------------------------------------------

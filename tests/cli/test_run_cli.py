@@ -128,6 +128,26 @@ def test_a_notebook_that_is_no_notebook_exits_2_naming_it(
     assert notebook.read_text(encoding="utf-8") == text, "the file is left as it was"
 
 
+@pytest.mark.parametrize("command", ["run", "status", "resume", "trace"])
+def test_a_state_db_that_is_a_directory_or_no_database_exits_2(
+    tmp_path: Path, command: str
+) -> None:
+    folder = tmp_path / "dbdir"
+    folder.mkdir()
+    text = tmp_path / "notes.sqlite"
+    text.write_text("hello", encoding="utf-8")
+    for db, message in ((folder, "is a directory, not a state database"), (text, "not a")):
+        args: list[str | Path] = [command]
+        if command == "run":
+            args += [ENGINE / "paths.yaml", "--notebook", tmp_path / "nb.ipynb"]
+        done = cli(*args, "--state-db", db)
+        assert done.returncode == 2, (db, done.stdout, done.stderr)
+        assert message in done.stderr
+        assert "Traceback" not in done.stderr
+    assert text.read_text(encoding="utf-8") == "hello"
+    assert not (tmp_path / "nb.ipynb").exists(), "nothing ran"
+
+
 def test_a_bare_resume_of_a_completed_run_does_nothing(tmp_path: Path) -> None:
     assert cli(*run_args(tmp_path, "paths", "--auto-confirm")).returncode == 0
     db = tmp_path / "state.sqlite"

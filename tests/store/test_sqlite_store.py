@@ -23,6 +23,7 @@ from notebook_bcc.store import (
     Commit,
     EventDraft,
     IdempotencyViolationError,
+    NotAStateDatabaseError,
     NotebookBusyError,
     SqliteStore,
     StoreUnavailableError,
@@ -330,8 +331,11 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_not_a_database_is_a_typed_error(tmp_path: Path) -> None:
     path = tmp_path / "junk.sqlite"
     path.write_bytes(b"this is not sqlite at all" * 100)
-    with pytest.raises(StoreUnavailableError, match="cannot open state database"):
+    with pytest.raises(NotAStateDatabaseError, match="is not a state database") as info:
         SqliteStore(path)
+    assert isinstance(info.value, StoreUnavailableError), "a server answers 503 for it"
+    with pytest.raises(NotAStateDatabaseError, match="is a directory, not a state database"):
+        SqliteStore(tmp_path)
 
 
 def test_reopen_keeps_everything(tmp_path: Path) -> None:
