@@ -67,6 +67,9 @@ async def failure_cause(engine: EngineHost) -> str | None:
     visit = snap.stage_machine.visits.get(stage.id, 1)
     prefix = f"{stage.id}/{visit}/"
     workflow_id, run_id = snap.workflow_id, snap.run_id
+    rejected = await _rejected_review(engine, stage.id)
+    if rejected is not None:
+        return rejected
     failed = await engine.store.call(
         lambda s: s.contracts(workflow_id, run_id=run_id, statuses=[ExecutionStatus.FAILED])
     )
@@ -84,6 +87,28 @@ async def failure_cause(engine: EngineHost) -> str | None:
         cell = engine.runtime.document.get(str(cell_id)) if cell_id else None
         return describe_contract(last, dict(cell) if cell is not None else None)
     return _failed_criterion(engine, stage.id)
+
+
+async def _rejected_review(engine: EngineHost, stage_id: str) -> str | None:
+    """``its review was rejected by human``: the stage's latest confirmation in this run
+    was rejected (a human's decision is the cause; nothing in the notebook says so)."""
+    snap = engine.snapshot
+    workflow_id, run_id = snap.workflow_id, snap.run_id
+    contracts = await engine.store.call(lambda s: s.contracts(workflow_id, run_id=run_id))
+    reviews = [
+        c
+        for c in contracts
+        if c.action_type == "confirmation"
+        and c.metadata.get("kind") == "stage_confirmation"
+        and c.metadata.get("stage") == stage_id
+    ]
+    if not reviews:
+        return None
+    last = max(reviews, key=lambda c: c.updated_at)
+    if last.status is not ExecutionStatus.REJECTED:
+        return None
+    by = last.transitions[-1].actor if last.transitions else "a human"
+    return f"its review was rejected by {by}"
 
 
 def _failed_criterion(engine: EngineHost, stage_id: str) -> str | None:

@@ -188,7 +188,10 @@ def test_stage_confirmation(harness: EngineHarness, answer: Literal["approve", "
         else:
             assert second.exit_code == 1
             assert second.snapshot.run.status == "failed"
-            assert "rejected" in (second.snapshot.run.reason or "")
+            # the cause is the human's decision, said in the reason (not only the end state)
+            assert "stage review failed: its review was rejected by human" in (
+                second.snapshot.run.reason or ""
+            ), second.snapshot.run.reason
             assert "after" not in second.snapshot.variables
 
     harness.run(scenario)
