@@ -83,6 +83,7 @@ def _resume(args: argparse.Namespace) -> int:
     import asyncio
 
     from notebook_bcc.cli.next_steps import decision_lines, next_commands
+    from notebook_bcc.cli.notebook_place import moved_notebook
     from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
     from notebook_bcc.cli.views import choose_view
     from notebook_bcc.engine.engine import exit_code_for, owner_tag
@@ -120,6 +121,9 @@ def _resume(args: argparse.Namespace) -> int:
             "`notebook-bcc run` command again to start anew)"
         )
         return exit_code_for(stored)
+    moved = moved_notebook(stored)
+    if moved is not None:
+        print(f"warning: {moved}", file=sys.stderr)
     changes = run_planners.changed_settings(args, stored.planner.kind)
     if isinstance(changes, str):
         print(f"error: {changes}", file=sys.stderr)

@@ -56,6 +56,7 @@ def pick_workflow(store: Any, workflow_id: str | None) -> str:
 
 def _status(args: argparse.Namespace) -> int:
     from notebook_bcc.cli.next_steps import next_commands
+    from notebook_bcc.cli.notebook_place import moved_notebook
     from notebook_bcc.cli.views import print_json, summary_lines
     from notebook_bcc.engine.offline import owner_alive
 
@@ -83,6 +84,9 @@ def _status(args: argparse.Namespace) -> int:
     if snapshot.run.status == "running" and not owner_alive(owner):
         gone = f"its process {owner} is gone" if owner else "no process owns it"
         print(f"  nothing drives this run now: {gone} (killed?)")
+    moved = moved_notebook(snapshot)
+    if moved is not None:
+        print(f"  warning: {moved}")
     current = progress.stages.current
     print(
         "stages: "

@@ -164,3 +164,22 @@ def test_diagram_of_a_blueprint(tmp_path: Path) -> None:
     assert done.stdout.startswith("stateDiagram-v2\n")
     assert "second --> first" in done.stdout
     assert "class second current" in done.stdout
+
+
+def test_status_and_resume_say_where_a_renamed_notebook_went(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path, "confirm")).returncode == 3
+    db = tmp_path / "state.sqlite"
+    notebook = tmp_path / "nb.ipynb"
+    assert "warning" not in cli("status", "--state-db", db).stdout
+    notebook.rename(tmp_path / "renamed.ipynb")
+    status = cli("status", "--state-db", db)
+    assert status.returncode == 0
+    assert f"warning: the notebook is not at {notebook}: renamed.ipynb carries this" in (
+        status.stdout
+    )
+    waiting = cli("resume", "--state-db", db)
+    assert waiting.returncode == 3
+    assert "renamed.ipynb carries this workflow" in waiting.stderr
+    (tmp_path / "renamed.ipynb").unlink()
+    gone = cli("status", "--state-db", db)
+    assert f"the notebook is not at {notebook} (moved or deleted?)" in gone.stdout
