@@ -258,11 +258,21 @@ async def mark_stopped(engine: Any) -> None:
     that claims to be running.
     """
     from notebook_bcc.engine.routing import with_run
+    from notebook_bcc.models.contract import ExecutionStatus
     from notebook_bcc.store.sqlite import Commit
 
     reason = "stopped at once by a second interrupt; resume settles the cell that was running"
     try:
         stored = await engine.store.load(engine.snapshot.workflow_id)
+        workflow_id = stored.workflow_id
+        running = await engine.store.call(
+            lambda s: s.contracts(workflow_id, statuses=[ExecutionStatus.RUNNING])
+        )
+        if any(c.irreversible and c.action_type == "cell_execution" for c in running):
+            reason = (
+                "stopped at once by a second interrupt while an irreversible action ran; "
+                "resume asks whether it happened (it is never run again unasked)"
+            )
         if stored.run.status in ("running", "paused"):
             await engine.store.commit(
                 Commit(

@@ -59,12 +59,18 @@ def _status(args: argparse.Namespace) -> int:
     from notebook_bcc.cli.notebook_place import moved_notebook
     from notebook_bcc.cli.views import print_json, summary_lines
     from notebook_bcc.engine.offline import owner_alive
+    from notebook_bcc.models.contract import ExecutionStatus
 
     store = open_existing(args.state_db)
     try:
         snapshot = store.load(pick_workflow(store, args.workflow))
         others = len(store.workflow_ids()) - 1
         owner = store.owner(snapshot.workflow_id)
+        in_doubt = [
+            c
+            for c in store.contracts(snapshot.workflow_id, statuses=[ExecutionStatus.RUNNING])
+            if c.irreversible and c.action_type == "cell_execution"
+        ]
     finally:
         store.close()
     if args.json:
@@ -84,6 +90,12 @@ def _status(args: argparse.Namespace) -> int:
     if snapshot.run.status == "running" and not owner_alive(owner):
         gone = f"its process {owner} is gone" if owner else "no process owns it"
         print(f"  nothing drives this run now: {gone} (killed?)")
+    if in_doubt and not owner_alive(owner):
+        where = in_doubt[0].metadata.get("path") or in_doubt[0].execution_id
+        print(
+            f"  an irreversible action was running when it stopped ({where}): resume asks "
+            "whether it happened; it is never run again unasked"
+        )
     moved = moved_notebook(snapshot)
     if moved is not None:
         print(f"  warning: {moved}")

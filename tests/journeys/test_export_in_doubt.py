@@ -70,6 +70,9 @@ def test_a_run_killed_mid_export_asks_and_completes_without_exporting_again(
             process.wait()
     assert log.read_text() == "export ran\n"
     (lab_notebook.parent / "never.gate").touch()  # from now on the export cell would end at once
+    told = cli("status", "--state-db", db).stdout
+    assert "an irreversible action was running when it stopped (results/" in told, told
+    assert "resume asks whether it happened" in told
 
     asked = cli("resume", "--state-db", db)
     assert asked.returncode == 3, asked.stdout + asked.stderr
