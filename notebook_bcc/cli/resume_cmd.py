@@ -296,6 +296,7 @@ async def _drive(
 
 def _trace(args: argparse.Namespace) -> int:
     import json
+    from datetime import datetime, timezone
 
     from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
     from notebook_bcc.cli.trace_verify import verify_store
@@ -327,6 +328,9 @@ def _trace(args: argparse.Namespace) -> int:
         )
     print(f"trace ({len(trace)} rows):")
     for record in trace:
-        extra = f" {record.result}" if record.result else ""
-        print(f"  {record.timestamp:.3f}  {record.actor:>12}  {record.action}{extra}")
+        # one line per row, times as the history's (ISO, UTC); --json keeps the raw values
+        extra = " " + " ⏎ ".join(str(record.result).splitlines()) if record.result else ""
+        when = datetime.fromtimestamp(record.timestamp, tz=timezone.utc)
+        stamp = when.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        print(f"  {stamp}  {record.actor:>12}  {record.action}{extra}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -183,3 +184,16 @@ def test_status_and_resume_say_where_a_renamed_notebook_went(tmp_path: Path) -> 
     (tmp_path / "renamed.ipynb").unlink()
     gone = cli("status", "--state-db", db)
     assert f"the notebook is not at {notebook} (moved or deleted?)" in gone.stdout
+
+
+def test_trace_prints_one_line_per_row_with_iso_times(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path, "paths", "--auto-confirm")).returncode == 0
+    done = cli("trace", "--state-db", tmp_path / "state.sqlite")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("trace ("))
+    rows = lines[start + 1 :]
+    count = int(lines[start].split("(")[1].split()[0])
+    assert len(rows) == count, "a row's multi-line result stays on its line"
+    stamp = re.compile(r"^  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z  ")
+    assert all(stamp.match(row) for row in rows), [r for r in rows if not stamp.match(r)][:3]
