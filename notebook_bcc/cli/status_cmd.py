@@ -112,6 +112,13 @@ def _status(args: argparse.Namespace) -> int:
     )
     for line in summary_lines(snapshot, None)[2:]:
         print(line)
+    if owner_alive(owner) and snapshot.run.status not in ("completed", "cancelled"):
+        # its process goes on by itself; resume would be refused
+        print(
+            f"process {owner} is running it: it goes on by itself "
+            f"(`notebook-bcc cancel --state-db {args.state_db}` stops it)"
+        )
+        return 0
     for line in next_commands(snapshot, args.state_db):
         print(line)
     return 0

@@ -60,8 +60,12 @@ async def release_notebook(
             )
         if snapshot.run.status not in FINISHED:
             if not abandon:
+                status: str = snapshot.run.status
+                if status == "running":  # no live process drives it: its process is gone
+                    gone = f"its process {owner} is gone" if owner else "no process drives it"
+                    status = f"stopped mid-run ({gone}; killed?)"
                 raise UnfinishedRunError(
-                    f"the notebook's earlier run {workflow_id} is {snapshot.run.status} "
+                    f"the notebook's earlier run {workflow_id} is {status} "
                     f"({snapshot.run.reason or snapshot.fsm.state.value}); continue it with "
                     f"`{resume_command(state_db, workflow_id)}`, or start anew with --abandon",
                     details={"workflow_id": workflow_id, "status": snapshot.run.status},

@@ -95,6 +95,12 @@ def test_cancel_from_another_process_exits_4_and_stays_cancelled(
     process = durable.cli_run("--auto-confirm")
     try:
         durable.wait_for_nap(process)
+        capsys.readouterr()
+        assert main(["status", "--state-db", str(durable.state_db)]) == 0
+        told = capsys.readouterr().out
+        assert f"process {process.pid}@" in told, told
+        assert "is running it: it goes on by itself (`notebook-bcc cancel" in told
+        assert "next: notebook-bcc resume" not in told, "resume would be refused"
         assert main(["cancel", "--state-db", str(durable.state_db)]) == 0
         assert "cancel queued" in capsys.readouterr().out
         _, err = process.communicate(timeout=60)
@@ -128,6 +134,15 @@ def test_status_after_kill_9_says_nothing_drives_the_run_and_resume_continues(
     out = capsys.readouterr().out
     assert "run: running" in out
     assert f"nothing drives this run now: its process {process.pid}@" in out, out
+    assert "goes on by itself" not in out, "its process is gone: resume is the way on"
+    assert "next: notebook-bcc resume" in out
+
+    # running it again on the same notebook says what happened to the earlier run
+    again = [str(durable.blueprint()), "--notebook", str(durable.notebook)]
+    assert main(["run", *again, "--state-db", str(durable.state_db)]) == 2
+    err = capsys.readouterr().err
+    assert f"is stopped mid-run (its process {process.pid}@" in err, err
+    assert "is gone; killed?)" in err
 
     assert main(["resume", "--state-db", str(durable.state_db), "--auto-confirm"]) == 0
     durable.assert_finished()
