@@ -112,7 +112,9 @@ def _resume(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    ended = stored.fsm.state.value in ("workflow_completed", "cancelled")
+    # finished by its own record: a run killed just before its last commit (FSM completed,
+    # run still running) is finished by the resume below, not called finished here
+    ended = stored.run.status in ("completed", "cancelled")
     if ended and not (args.approve or args.reject):
         # nothing to go on with: no kernel, no replay of its cells (whose irreversible ones
         # would then be offered to run again), the record left as it is
