@@ -117,7 +117,11 @@ def _resume(args: argparse.Namespace) -> int:
     ended = stored.run.status in ("completed", "cancelled")
     if ended and not (args.approve or args.reject):
         # nothing to go on with: no kernel, no replay of its cells (whose irreversible ones
-        # would then be offered to run again), the record left as it is
+        # would then be offered to run again), the record left as it is; only the notebook
+        # is written from the store, in case the process died before its last write (D10)
+        from notebook_bcc.engine.headless import write_stored_notebook
+
+        asyncio.run(write_stored_notebook(args.state_db, workflow_id))
         print(
             f"workflow {workflow_id} is {stored.run.status}: nothing to resume (run the same "
             "`notebook-bcc run` command again to start anew)"

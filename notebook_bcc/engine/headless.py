@@ -23,8 +23,10 @@ from notebook_bcc.kernel.client import OutputListener
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.kernel.session import KernelSession
+from notebook_bcc.kernel.writer import NotebookWriter
 from notebook_bcc.models.snapshot import new_snapshot
 from notebook_bcc.planners.base import Planner
+from notebook_bcc.store.anchor import put_anchor
 from notebook_bcc.store.async_store import AsyncStore
 
 log = logging.getLogger(__name__)
@@ -161,6 +163,30 @@ def planner_for(snapshot_planner: dict[str, object]) -> Planner:
     from notebook_bcc.planners.registry import planner_for as from_stored
 
     return from_stored(snapshot_planner)
+
+
+async def write_stored_notebook(state_db: Path, workflow_id: str) -> None:
+    """Write a finished workflow's notebook from the store's cells, with no kernel (D10): a
+    process killed after the run's last commit, before its last notebook write, loses no cell,
+    and nothing runs again. The user's own cells in the file are kept (the writer's merge)."""
+    store = await AsyncStore.open(state_db, inline=True)
+    try:
+        snapshot = await store.load(workflow_id)
+        cells = await store.call(lambda s: s.cells(workflow_id))
+        notebook = Path(snapshot.notebook_path or state_db.with_suffix(".ipynb"))
+        metadata = {"title": snapshot.notebook.title} if snapshot.notebook.title else {}
+        document = NotebookDocument.from_cells(
+            [row.cell for row in cells],
+            metadata,
+            workflow_id=workflow_id,
+            earlier_sources={row.cell_id: row.sources for row in cells},
+        )
+        put_anchor(document.nb.metadata, await store.call(lambda s: s.chain_anchor()))
+        writer = NotebookWriter(notebook, document)
+        writer.metadata_changed(document.nb.metadata)
+        await writer.aclose()
+    finally:
+        await store.close()
 
 
 async def open_stored(
