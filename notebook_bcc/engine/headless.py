@@ -24,7 +24,7 @@ from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.errors import NotebookWriteError
 from notebook_bcc.kernel.session import KernelSession
 from notebook_bcc.kernel.writer import NotebookWriter
-from notebook_bcc.models.snapshot import new_snapshot
+from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
 from notebook_bcc.store.anchor import put_anchor
 from notebook_bcc.store.async_store import AsyncStore
@@ -165,6 +165,23 @@ def planner_for(snapshot_planner: dict[str, object]) -> Planner:
     return from_stored(snapshot_planner)
 
 
+async def _stored_document(
+    store: AsyncStore, snapshot: WorkflowSnapshot, state_db: Path
+) -> tuple[Path, NotebookDocument]:
+    """The workflow's notebook path and its document rebuilt from the store's cells (D10)."""
+    workflow_id = snapshot.workflow_id
+    cells = await store.call(lambda s: s.cells(workflow_id))
+    notebook = Path(snapshot.notebook_path or state_db.with_suffix(".ipynb"))
+    metadata = {"title": snapshot.notebook.title} if snapshot.notebook.title else {}
+    document = NotebookDocument.from_cells(
+        [row.cell for row in cells],
+        metadata,
+        workflow_id=workflow_id,
+        earlier_sources={row.cell_id: row.sources for row in cells},
+    )
+    return notebook, document
+
+
 async def write_stored_notebook(state_db: Path, workflow_id: str) -> None:
     """Write a finished workflow's notebook from the store's cells, with no kernel (D10): a
     process killed after the run's last commit, before its last notebook write, loses no cell,
@@ -172,15 +189,7 @@ async def write_stored_notebook(state_db: Path, workflow_id: str) -> None:
     store = await AsyncStore.open(state_db, inline=True)
     try:
         snapshot = await store.load(workflow_id)
-        cells = await store.call(lambda s: s.cells(workflow_id))
-        notebook = Path(snapshot.notebook_path or state_db.with_suffix(".ipynb"))
-        metadata = {"title": snapshot.notebook.title} if snapshot.notebook.title else {}
-        document = NotebookDocument.from_cells(
-            [row.cell for row in cells],
-            metadata,
-            workflow_id=workflow_id,
-            earlier_sources={row.cell_id: row.sources for row in cells},
-        )
+        notebook, document = await _stored_document(store, snapshot, state_db)
         put_anchor(document.nb.metadata, await store.call(lambda s: s.chain_anchor()))
         writer = NotebookWriter(notebook, document)
         writer.metadata_changed(document.nb.metadata)
@@ -204,15 +213,7 @@ async def open_stored(
     try:
         snapshot = await store.load(workflow_id)
         chosen = planner or planner_for(snapshot.planner.model_dump(mode="json"))
-        cells = await store.call(lambda s: s.cells(workflow_id))
-        notebook = Path(snapshot.notebook_path or state_db.with_suffix(".ipynb"))
-        metadata = {"title": snapshot.notebook.title} if snapshot.notebook.title else {}
-        document = NotebookDocument.from_cells(
-            [row.cell for row in cells],
-            metadata,
-            workflow_id=workflow_id,
-            earlier_sources={row.cell_id: row.sources for row in cells},
-        )
+        notebook, document = await _stored_document(store, snapshot, state_db)
         runtime = KernelRuntime(
             notebook_path=notebook,
             workflow_id=workflow_id,
