@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -136,6 +138,8 @@ class RunRecorder:
     """Everything the long run records (through the event listener and a commit wrapper)."""
 
     size_at: tuple[int, ...]
+    replay_at: tuple[range, ...] = ()
+    """Code-action windows whose store commits are kept for :func:`replay_commits`."""
     done: int = 0
     """Code actions completed so far."""
     r: list[tuple[int, float]] = field(default_factory=list)
@@ -151,6 +155,11 @@ class RunRecorder:
     boundaries: list[float] = field(default_factory=list)
     """Seconds between a behavior's last code-cell completion and the next behavior's first
     action starting, minus the R trials made in between."""
+    boundary_at: list[int] = field(default_factory=list)
+    """The code action in progress during each boundary (its R trials carry the same one)."""
+    replays: list[tuple[Path, list[StoreCommit]]] = field(default_factory=list)
+    """Per :attr:`replay_at` window: a copy of the database as it was before the window's
+    first commit, and every store commit the window made, in order."""
     sizes: dict[int, dict[str, tuple[int, int | None]]] = field(default_factory=dict)
     stored: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Bytes of the stored snapshot (parts) and of its item rows at the recorded actions."""
@@ -170,6 +179,7 @@ class RunRecorder:
             if self.last_completion is not None:
                 at, excluded = self.last_completion
                 self.boundaries.append(now - at - (self.excluded - excluded))
+                self.boundary_at.append(self.done + 1)
             self.completions = []
         elif event.event == "COMPLETE_ACTION":
             self.completions.append(now)
@@ -185,10 +195,24 @@ class RunRecorder:
                 self.clocks = clocks
                 self.last_completion = (now, self.excluded)
 
-    def watch(self, engine: Engine) -> None:
-        """Subscribe, and time every commit through ``engine.metrics_commit_ms``."""
+    def watch(self, engine: Engine, folder: Path) -> None:
+        """Subscribe, time every commit through ``engine.metrics_commit_ms``, and keep the
+        store commits of the :attr:`replay_at` windows (with the database before each)."""
         engine.subscribe(self.on_event)
         original = engine.commit
+        store_commit = engine.store.commit
+        self.replays = [(folder / f"replay-{i}.sqlite", []) for i in range(len(self.replay_at))]
+
+        async def capture(change: StoreCommit) -> Any:
+            action = self.done + 1
+            for actions, (copy, changes) in zip(self.replay_at, self.replays, strict=True):
+                if action in actions:
+                    if not changes:
+                        await store_call(functools.partial(_backup_store, to=copy))
+                    changes.append(change)
+            return await store_commit(change)
+
+        engine.store.commit = capture  # type: ignore[method-assign]
 
         async def commit(snapshot: WorkflowSnapshot, **kwargs: Any) -> WorkflowSnapshot:
             action = self.done + 1
@@ -249,7 +273,11 @@ def snapshot_parts(snapshot: WorkflowSnapshot) -> dict[str, tuple[int, int | Non
 async def long_run(args: argparse.Namespace, folder: Path) -> RunRecorder:
     """The long blueprint run, recorded."""
     last = args.engine_stages * args.engine_steps * args.engine_actions
-    recorder = RunRecorder(size_at=(min(10, last), last))
+    window = min(args.engine_window, last)
+    recorder = RunRecorder(
+        size_at=(min(10, last), last),
+        replay_at=(range(1, window + 1), range(last - window + 1, last + 1)),
+    )
     text = blueprint_yaml(
         "engine-bench-long",
         long_run_stages(args.engine_stages, args.engine_steps, args.engine_actions),
@@ -266,7 +294,7 @@ async def long_run(args: argparse.Namespace, folder: Path) -> RunRecorder:
         )
     )
     planner.engine = engine
-    recorder.watch(engine)
+    recorder.watch(engine, folder)
     try:
         result = await engine.run()
     finally:
@@ -283,6 +311,50 @@ def size_text(size: int, count: int | None) -> str:
     """``12.3 KB (45 items)``."""
     items = "" if count is None else f" ({count} items)"
     return f"{size / KB:.1f} KB{items}"
+
+
+def _backup_store(store: SqliteStore, *, to: Path) -> None:
+    """A consistent copy of ``store``'s database at ``to``."""
+    _backup(store.connection, to)
+
+
+def _backup(db: sqlite3.Connection, path: Path) -> None:
+    """A consistent copy of the open database ``db`` at ``path`` (SQLite's backup API)."""
+    target = sqlite3.connect(path)
+    try:
+        db.backup(target)
+    finally:
+        target.close()
+
+
+def replay_commits(
+    replays: list[tuple[Path, list[StoreCommit]]], folder: Path, rounds: int
+) -> list[list[float]]:
+    """Seconds of each ``SqliteStore.commit`` the engine made in each window, replayed side by
+    side: every round copies each window's database as it was before the window, opens a
+    store on the copy and makes the window's commits again, windows interleaved. The first
+    commit of a replay (which reads the store's layout back) is not timed.
+
+    The run's own commit times come from windows minutes apart; on a shared machine the
+    load differs between them more than the cost does. Here both windows meet the same load.
+    """
+    took: list[list[float]] = [[] for _ in replays]
+    for _ in range(rounds):
+        for i, (source, changes) in enumerate(replays):
+            scratch = folder / f"replaying-{i}.sqlite"
+            for stale in folder.glob(f"replaying-{i}.sqlite*"):
+                stale.unlink()
+            shutil.copyfile(source, scratch)
+            store = SqliteStore(scratch)
+            try:
+                for n, change in enumerate(changes):
+                    began = perf_counter()
+                    store.commit(change)
+                    if n:
+                        took[i].append(perf_counter() - began)
+            finally:
+                store.close()
+    return took
 
 
 def isolated_commits(
@@ -320,8 +392,14 @@ def isolated_commits(
         store.close()
 
 
-def report_long_run(args: argparse.Namespace, rec: RunRecorder, lines: list[Line]) -> None:
-    """The trivial-action row and the store-cost row, with what explains them."""
+def report_long_run(
+    args: argparse.Namespace,
+    rec: RunRecorder,
+    replayed: list[list[float]],
+    lines: list[Line],
+) -> None:
+    """The trivial-action row and the store-cost row (``replayed``: the early and late
+    windows' store commits, :func:`replay_commits`), with what explains them."""
     last = rec.done
     window = args.engine_window
     early = range(1, window + 1)
@@ -394,10 +472,23 @@ def report_long_run(args: argparse.Namespace, rec: RunRecorder, lines: list[Line
     last_b = median(rec.boundaries[-edge:])
     lines.append(
         Line(
-            f"  behavior boundary, last {edge} / first {edge} behaviors (flat)",
+            f"  behavior boundary, last {edge} / first {edge} behaviors (ms)",
             f"{last_b / first_b:.2f}x  ({first_b * MS:.2f} ms -> {last_b * MS:.2f} ms)",
+        )
+    )
+    # Each boundary in R measured inside it (the planner's R trials), as the code action is:
+    # the two ends of a run are minutes apart, and the machine's load differs between them.
+    r_at: dict[int, list[float]] = {}
+    for action, r in rec.r:
+        r_at.setdefault(action, []).append(r)
+    in_r = [b / median(r_at[a]) for a, b in zip(rec.boundary_at, rec.boundaries, strict=True)]
+    first_r, last_r = median(in_r[:edge]), median(in_r[-edge:])
+    lines.append(
+        Line(
+            f"  behavior boundary in its R, last {edge} / first {edge} (flat)",
+            f"{last_r / first_r:.2f}x  ({first_r:.2f} R -> {last_r:.2f} R)",
             "<= 1.2x",
-            last_b / first_b <= 1.2,
+            last_r / first_r <= 1.2,
         )
     )
     behaviors = len(rec.boundaries) + 1
@@ -423,11 +514,18 @@ def report_long_run(args: argparse.Namespace, rec: RunRecorder, lines: list[Line
             f"{median(late_ms):.3f} ms",
         )
     )
-    growth = median(late_ms) / median(early_ms)
     lines.append(
         Line(
-            f"store cost per transition at action {last} / at action 10",
-            f"{growth:.3f}x",
+            "  the same, in the run (windows minutes apart; load differs)",
+            f"{median(late_ms) / median(early_ms):.3f}x",
+        )
+    )
+    early_r, late_r = replayed
+    growth = median(late_r) / median(early_r)
+    lines.append(
+        Line(
+            f"store cost per transition at action {last} / at action 10 (replayed)",
+            f"{growth:.3f}x  ({median(early_r) * MS:.3f} ms -> {median(late_r) * MS:.3f} ms)",
             "<= 1.1x",
             growth <= 1.1,
         )
@@ -594,6 +692,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--engine-r-trials", type=int, default=5, help="R round trips before each behavior"
     )
+    group.add_argument(
+        "--engine-replay-rounds",
+        type=int,
+        default=15,
+        help="rounds of the early and late windows' store commits replayed side by side",
+    )
     group.add_argument("--engine-cells", type=int, default=300, help="end-to-end code cells")
     group.add_argument(
         "--engine-rounds", type=int, default=3, help="end-to-end rounds (engine, nbclient)"
@@ -609,7 +713,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def collect(args: argparse.Namespace, folder: Path, lines: list[Line]) -> None:
     """Run every engine benchmark, appending table lines."""
     recorder = asyncio.run(long_run(args, folder))
-    report_long_run(args, recorder, lines)
+    replayed = replay_commits(recorder.replays, folder, args.engine_replay_rounds)
+    report_long_run(args, recorder, replayed, lines)
     first, last = min(recorder.snapshots), max(recorder.snapshots)
     early, late = isolated_commits(
         [recorder.snapshots[first], recorder.snapshots[last]], folder / "isolated.sqlite", 200
