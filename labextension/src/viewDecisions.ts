@@ -244,7 +244,7 @@ export function controlViews(
     recoveryControl(
       'restart',
       'Start over',
-      'A new run from the first stage; this one stays in the record'
+      'A new run from the first stage in a restarted kernel; this one stays in the record'
     ),
     recoveryControl(
       'retry',

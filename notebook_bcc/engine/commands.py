@@ -189,7 +189,7 @@ class Commands(_Rooms):
             elif command.action == "retry":
                 await retry(self, actor="human")
             elif command.action == "restart":
-                await restart_run(self, actor="human")
+                await restart_run(self, actor="human", fresh_kernel=True)
             elif self.snapshot.run.pending:
                 # Decisions still wait: ``run`` goes back to waiting on them, never past them
                 # (the loop would otherwise ask the same question again, a second decision).

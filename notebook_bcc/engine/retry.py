@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from notebook_bcc.engine.kernel_loss import note_kernel
 from notebook_bcc.engine.routing import fire_event, with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.workflow import can_fire
@@ -80,6 +81,15 @@ async def retry(engine: EngineHost, *, actor: str = "human") -> None:
     await _note(engine, "retry", actor, {"state": snap.fsm.state.value})
 
 
+async def _restart_kernel(engine: EngineHost) -> None:
+    """Restart the workflow's kernel (the same kernel, a new process with an empty
+    namespace), take it as the one the run's state lives in, and run the inputs cell again."""
+    runtime = engine.runtime
+    await runtime.session.restart()
+    note_kernel(runtime)
+    await engine.actions.inputs_cell()
+
+
 def _ended_failed(snapshot: WorkflowSnapshot) -> bool:
     """The run reached a failure end state (the stage machine sits on it, not on a stage)."""
     stage = snapshot.location.progress.stages.current
@@ -91,8 +101,16 @@ def _ended_failed(snapshot: WorkflowSnapshot) -> bool:
     )
 
 
-async def restart_run(engine: EngineHost, *, actor: str = "human") -> None:
-    """A new run from the first stage (new ``run_id``), the record of the failed one kept."""
+async def restart_run(
+    engine: EngineHost, *, actor: str = "human", fresh_kernel: bool = False
+) -> None:
+    """A new run from the first stage (new ``run_id``), the record of the failed one kept.
+
+    ``fresh_kernel``: the kernel the failed attempt ran in is restarted first and the inputs
+    cell runs again, so nothing of that attempt (its variables, counters, half-applied
+    transforms) leaks into the new run: what ``resume --restart`` gets from its new process,
+    the panel's Start over gets from a live engine.
+    """
     snap = engine.snapshot
     if not can_retry(snap):
         raise NotebookBccError(
@@ -100,6 +118,11 @@ async def restart_run(engine: EngineHost, *, actor: str = "human") -> None:
             "(a completed or cancelled workflow starts again with RESET)",
             details={"status": snap.run.status, "state": snap.fsm.state.value},
         )
+    if snap.fsm.state is not State.ERROR and _first_stage(snap) is None:
+        raise NotebookBccError("nothing to restart: the workflow has no stage yet")
+    if fresh_kernel and engine.runtime.session.started:
+        await _restart_kernel(engine)
+        snap = engine.snapshot
     if snap.fsm.state is not State.ERROR and can_fire(snap.fsm.state, Event.FAIL):
         failed = fire_event(snap, Event.FAIL, options=engine.client_options())
         await engine.commit_applied(

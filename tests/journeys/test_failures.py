@@ -39,14 +39,7 @@ def test_the_failure_names_the_cell_and_a_retry_goes_on(lab_notebook: Path, tmp_
 def test_restart_after_a_failure_starts_a_new_run_in_a_fresh_kernel(tmp_path: Path) -> None:
     # the first stage counts its runs in the kernel: a restart that rebuilt the failed
     # attempt's state into the new kernel would make the new run's first stage say "2"
-    counting = tmp_path / "counting.yaml"
-    counting.write_text(
-        FAILING.read_text(encoding="utf-8").replace(
-            'print("numbers ready")',
-            'runs = globals().get("runs", 0) + 1\n                  print("prepare run", runs)',
-        ),
-        encoding="utf-8",
-    )
+    counting = JOURNEYS / "failing_counting.yaml"
     db = tmp_path / "state.sqlite"
     notebook = tmp_path / "nb.ipynb"
     failed = cli("run", counting, "--notebook", notebook, "--state-db", db)

@@ -52,8 +52,13 @@ async def test_retry_from_the_failure_and_a_new_workflow_on_a_failed_notebook(
     assert ["notebook-bcc-inputs"] in tags
 
 
-async def test_start_over_after_a_failure(api: Api, jp_root_dir: Path) -> None:
-    shutil.copy(JOURNEYS / "failing.yaml", jp_root_dir / "failing.yaml")
+async def test_start_over_after_a_failure_runs_in_a_fresh_kernel(
+    api: Api, jp_root_dir: Path
+) -> None:
+    # the first stage counts its runs in the kernel ("prepare run N"): a Start over that kept
+    # the failed attempt's namespace would make the new run's first stage say "2"
+    shutil.copy(JOURNEYS / "failing_counting.yaml", jp_root_dir / "failing.yaml")
+    shutil.copy(JOURNEYS / "lab_untitled.ipynb", jp_root_dir / "nb.ipynb")
     first = await api.start("nb.ipynb", "failing.yaml", options={"auto_confirm": True})
     wid = first["workflow_id"]
     failed = await api.wait(wid, _failed, timeout=120)
@@ -63,3 +68,16 @@ async def test_start_over_after_a_failure(api: Api, jp_root_dir: Path) -> None:
     done = await api.wait_status(wid, "completed", timeout=120)
     assert done["run_id"] != failed["run_id"]
     assert done["stage_machine"]["visits"]["prepare"] == 2
+    cells = read_notebook(jp_root_dir / "nb.ipynb")["cells"]
+    said = [
+        "".join(output.get("text", ""))
+        for cell in cells
+        for output in cell.get("outputs", [])
+        if "prepare run" in "".join(output.get("text", ""))
+    ]
+    assert said == ["prepare run 1\n", "prepare run 1\n"], said
+    # the inputs cell ran again in the new kernel (the new run's stages can read the
+    # problem), in place: the notebook still has one
+    inputs = [c for c in cells if "notebook-bcc-inputs" in c["metadata"].get("tags", [])]
+    assert len(inputs) == 1
+    assert "user_problem" in done["variables"]
