@@ -6,8 +6,9 @@
  * the server does not write the file. When a held notebook's workflow changes cells, the
  * coeditor asks the server for a merge plan against the document (``/documents/merge``) and
  * applies it to the document model (inserts and in-place updates of workflow cells only).
- * A document without unsaved edits is saved at once (it stays clean); one with the user's
- * edits is saved by the user (Ctrl-S, autosave), never by a second save racing theirs. Each
+ * A document without unsaved edits of the user's cells is saved at once (it stays clean; Lab's
+ * own metadata changes do not count, :func:`cellsEdited`); one with the user's edits is saved
+ * by the user (Ctrl-S, autosave), never by a second save racing theirs. Each
  * save acknowledges the plans it wrote. Lab stays the only writer of the file, so the user
  * can edit, run and save at any time. With jupyter-collaboration the server writes into the
  * shared room document itself and nothing here runs.
@@ -25,11 +26,16 @@ import type { Contents } from '@jupyterlab/services';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { BccApi, CellOp, MergeAnswer } from './api';
-import { opsStillApply } from './coeditRule';
+import { cellsEdited, opsStillApply } from './coeditRule';
 import { mergeNotebook, type NotebookJson } from './threeWay';
 
 /** Heartbeat period; cells appear within this (sooner on a live "cell" event). */
 const BEAT_MS = 1500;
+
+/** Whether a contents request failed because the file does not exist. */
+function notFound(error: unknown): boolean {
+  return (error as { response?: { status?: number } } | null)?.response?.status === 404;
+}
 
 function randomHolder(): string {
   const bytes = new Uint8Array(12);
@@ -55,6 +61,10 @@ export class DocumentCoeditor {
   private readonly inFlight = new Map<string, MergeAnswer[]>();
   /** Each document's file as this window last loaded or saved it (the merge base). */
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
+  /** Files deleted through this window's contents manager (until saved or made again). */
+  private readonly deleted = new Set<string>();
+  /** Each document's save as the co-editor makes it (skipped once the file is gone). */
+  private readonly ownSaves = new WeakMap<NotebookPanel, () => Promise<void>>();
   private readonly _writing = new Signal<this, { path: string; workflowId: string }>(this);
 
   constructor(
@@ -63,6 +73,13 @@ export class DocumentCoeditor {
     private readonly docManager: IDocumentManager
   ) {
     this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
+    docManager.services.contents.fileChanged.connect((_, change) => {
+      if (change.type === 'delete' && change.oldValue?.path) {
+        this.deleted.add(change.oldValue.path);
+      } else if (change.newValue?.path) {
+        this.deleted.delete(change.newValue.path);
+      }
+    });
     tracker.widgetAdded.connect((_, panel) => {
       this.serializeSaves(panel);
       roomSavesAreNotConflicts(panel);
@@ -222,7 +239,7 @@ export class DocumentCoeditor {
         await this.catchUp(panel); // another window saved since: plan against its file
       }
       const sent = this.view(panel);
-      const wasDirty = context.model.dirty;
+      const wasDirty = context.model.dirty && this.userEdited(panel);
       const plan = await this.api.mergeDocument(
         this.holder,
         path,
@@ -245,7 +262,8 @@ export class DocumentCoeditor {
         this.unsaved.set(path, plans);
       }
       if (changed && !wasDirty && !this.saving.has(path)) {
-        // nothing of the user's is unsaved: keep the notebook clean, as the user left it.
+        // nothing of the user's is unsaved (Lab's own metadata at most): keep the notebook
+        // clean and its file in step with the run.
         // With unsaved edits the user's own save (or autosave) writes both: a second save
         // racing theirs would be what makes Lab ask "File Changed".
         await this.save(panel);
@@ -255,6 +273,12 @@ export class DocumentCoeditor {
     } finally {
       this.busy.delete(path);
     }
+  }
+
+  /** Whether ``panel``'s cells differ from its file as last loaded or saved (``bases``). */
+  private userEdited(panel: NotebookPanel): boolean {
+    const now = panel.context.model.toJSON() as unknown as NotebookJson;
+    return cellsEdited(this.bases.get(panel)?.cells, now.cells);
   }
 
   /** Apply a plan; null when the document no longer matches what the plan was made for. */
@@ -285,9 +309,25 @@ export class DocumentCoeditor {
     return changed;
   }
 
-  /** Save through Lab (the save wrapper merges when the file changed on disk). */
+  /**
+   * Save through Lab (the save wrapper merges when the file changed on disk), in turn with
+   * every other save of the document, unless the file is gone by then: the user deleted the
+   * notebook (its workflow pauses), and a save of ours would bring it back. Their own save
+   * (Ctrl-S, autosave) still can.
+   */
   private async save(panel: NotebookPanel): Promise<void> {
-    await panel.context.save();
+    const own = this.ownSaves.get(panel);
+    await (own ? own() : panel.context.save());
+  }
+
+  /** Whether the file at ``path`` exists (false too when the server cannot say). */
+  private async stillThere(path: string): Promise<boolean> {
+    try {
+      await this.docManager.services.contents.get(path, { content: false });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -374,8 +414,14 @@ export class DocumentCoeditor {
     const context = panel.context;
     const save = context.save.bind(context);
     let previous: Promise<unknown> = Promise.resolve();
-    context.save = (): Promise<void> => {
+    const enqueue = (own: boolean): Promise<void> => {
       const next = previous.then(async () => {
+        // ours never recreates a file deleted meanwhile: checked before, by the merge's own
+        // look at the file, and once more just before Lab's save
+        const gone = (): boolean => own && this.deleted.has(context.path);
+        if (gone() || (own && !(await this.stillThere(context.path)))) {
+          return;
+        }
         let merged = false;
         try {
           if (context.model.collaborative) {
@@ -383,16 +429,21 @@ export class DocumentCoeditor {
           } else {
             merged = await this.saveMerged(panel);
           }
-        } catch {
+        } catch (error) {
+          if (own && notFound(error)) {
+            return;
+          }
           merged = false; // the merge could not be made: Lab's own save (and its checks)
         }
-        if (!merged) {
+        if (!merged && !gone()) {
           await save();
         }
       });
       previous = next.catch(() => undefined);
       return next;
     };
+    context.save = (): Promise<void> => enqueue(false);
+    this.ownSaves.set(panel, () => enqueue(true));
   }
 }
 

@@ -37,3 +37,36 @@ export function opsStillApply(
   }
   return true;
 }
+
+/** A cell as this check compares it: id, type and source (outputs and metadata aside). */
+export interface CellText {
+  id: string;
+  cell_type?: unknown;
+  source?: unknown;
+}
+
+function sourceText(source: unknown): string {
+  return Array.isArray(source) ? source.join('') : typeof source === 'string' ? source : '';
+}
+
+/**
+ * Whether a dirty document holds edits of the user's: cells added, removed, moved, retyped or
+ * typed in since the file was loaded or saved (``base``; unknown counts as edited). A
+ * document Lab only made dirty itself -- the kernelspec and language_info it writes into a new
+ * notebook's metadata, outputs of cells the user ran -- has none, so saving it with the
+ * workflow's cells loses nothing of the user's and keeps the file in step with the run.
+ */
+export function cellsEdited(
+  base: ReadonlyArray<CellText> | undefined,
+  now: ReadonlyArray<CellText>
+): boolean {
+  if (base === undefined || base.length !== now.length) {
+    return true;
+  }
+  return base.some(
+    (cell, i) =>
+      cell.id !== now[i].id ||
+      cell.cell_type !== now[i].cell_type ||
+      sourceText(cell.source) !== sourceText(now[i].source)
+  );
+}

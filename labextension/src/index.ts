@@ -42,6 +42,9 @@ export namespace CommandIDs {
   export const retry = 'notebook-bcc:retry';
 }
 
+/** How long a start waits for a new notebook's session (Lab starting its kernel). */
+const SESSION_WAIT_MS = 20_000;
+
 /** The open diagram tabs, by title (one per diagram). */
 const diagramViews = new Map<string, MainAreaWidget<Widget>>();
 
@@ -109,6 +112,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const widget = docManager.findWidget(path);
         if (widget && widget.context.model.dirty) {
           await widget.context.save();
+        }
+        // A notebook Lab just made is still starting its session: the server would find no
+        // session for the path and start a second kernel beside the one Lab is starting.
+        const session = widget ? tracker.find(panel => panel === widget)?.sessionContext : null;
+        if (session && !session.isReady) {
+          await Promise.race([
+            session.ready,
+            new Promise(resolve => setTimeout(resolve, SESSION_WAIT_MS))
+          ]);
         }
       },
       openFigure: (title, figure) => {

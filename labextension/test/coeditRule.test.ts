@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { opsStillApply } from '../src/coeditRule';
+import { cellsEdited, opsStillApply } from '../src/coeditRule';
 
 const SENT: Array<[string | null, string]> = [
   ['u1', 'mine'],
@@ -37,5 +37,29 @@ describe('opsStillApply', () => {
     assert.equal(opsStillApply(SENT, added, ops), false);
     assert.equal(opsStillApply(SENT, moved, ops), false);
     assert.equal(opsStillApply(SENT, SENT.slice(1), ops), false);
+  });
+});
+
+describe('cellsEdited', () => {
+  const base = [
+    { id: 'blank', cell_type: 'code', source: '' },
+    { id: 'a', cell_type: 'code', source: ['x = 1\n', 'y = 2'] }
+  ];
+  it('is false for the same cells (outputs, metadata and source form aside)', () => {
+    const now = [
+      { id: 'blank', cell_type: 'code', source: '', outputs: [] },
+      { id: 'a', cell_type: 'code', source: 'x = 1\ny = 2', execution_count: 3 }
+    ];
+    assert.equal(cellsEdited(base, now), false);
+  });
+  it('is true for typed, retyped, added, removed or moved cells', () => {
+    assert.equal(cellsEdited(base, [base[0], { ...base[1], source: 'x = 1' }]), true);
+    assert.equal(cellsEdited(base, [{ ...base[0], cell_type: 'markdown' }, base[1]]), true);
+    assert.equal(cellsEdited(base, [...base, { id: 'b', cell_type: 'code', source: '' }]), true);
+    assert.equal(cellsEdited(base, [base[1]]), true);
+    assert.equal(cellsEdited(base, [base[1], base[0]]), true);
+  });
+  it('is true when the file as loaded is not known', () => {
+    assert.equal(cellsEdited(undefined, base), true);
   });
 });

@@ -85,7 +85,10 @@ async def _restart_kernel(engine: EngineHost) -> None:
     """Restart the workflow's kernel (the same kernel, a new process with an empty
     namespace), take it as the one the run's state lives in, and run the inputs cell again."""
     runtime = engine.runtime
-    await runtime.session.restart()
+    if runtime.kernel_restarter is not None:
+        await runtime.kernel_restarter()
+    else:
+        await runtime.session.restart()
     note_kernel(runtime)
     await engine.actions.inputs_cell()
 

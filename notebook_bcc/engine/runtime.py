@@ -80,6 +80,9 @@ class KernelRuntime:
         self.kernel_replacer: Callable[[], Awaitable[None]] | None = None
         """How to replace a dead kernel (the server: a new session kernel when the old one is
         gone from its manager); None: restart it through its kernel manager."""
+        self.kernel_restarter: Callable[[], Awaitable[None]] | None = None
+        """How to restart the live kernel for a fresh namespace (the server: through its
+        kernel manager, so JupyterLab sees the restart); None: :meth:`KernelSession.restart`."""
         self.runner = ActionRunner(
             self.session,
             self.document,

@@ -101,11 +101,19 @@ async def replace_kernel(kernels: Kernels, live: LiveWorkflow) -> None:
     engine.snapshot = engine.snapshot.model_copy(update={"kernel": record})
 
 
+async def restart_kernel(kernels: Kernels, live: LiveWorkflow) -> None:
+    """Restart a live workflow's kernel through the server's kernel manager (JupyterLab
+    shows the restart, as after its own), then drive the new process (D11 init code)."""
+    await kernels.restart(live.kernel)
+    await live.engine.runtime.session.rebind(live.kernel.km)
+
+
 __all__ = [
     "PERSISTED_OPTIONS",
     "kernel_record",
     "persisted_options",
     "rebuild_now",
     "replace_kernel",
+    "restart_kernel",
     "restored_options",
 ]

@@ -38,6 +38,7 @@ from notebook_bcc.server.kernels import Kernels, NotebookKernel
 from notebook_bcc.server.live import LiveWorkflow, ServiceSettings
 from notebook_bcc.server.restore import (
     replace_kernel,
+    restart_kernel,
 )
 from notebook_bcc.server.save_pacing import SavePacer
 from notebook_bcc.server.stopping import interrupt_running_cell
@@ -123,6 +124,7 @@ class ServiceCore:
         live = LiveWorkflow(engine=engine, kernel=kernel, hub=hub, notebook_path=notebook)
         engine.subscribe(self._listener(live))
         engine.runtime.kernel_replacer = partial(replace_kernel, self.kernels, live)
+        engine.runtime.kernel_restarter = partial(restart_kernel, self.kernels, live)
         return live
 
     def _listener(self, live: LiveWorkflow) -> Callable[[WorkflowEvent], None]:

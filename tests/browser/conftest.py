@@ -712,6 +712,13 @@ def new_notebook_from_the_file_menu(page: Page) -> str:
     page.wait_for_function(
         "() => window.jupyterapp.shell.currentWidget?.context?.isReady", timeout=LOAD_MS
     )
+    # ... and its session, which Lab creates after the kernel is picked: a workflow started
+    # before it exists would find no session for the path and start a second kernel
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.sessionContext?.isReady"
+        " && !!window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel",
+        timeout=LOAD_MS,
+    )
     path = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
     assert isinstance(path, str), path
     assert path.endswith(".ipynb"), path

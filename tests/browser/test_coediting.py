@@ -141,6 +141,22 @@ def add_own_cell(page: Page, source: str) -> None:
     page.keyboard.press("Escape")
 
 
+def wait_in_step_with_file(page: Page, timeout: float = PROGRESS_MS) -> None:
+    """Wait until the open document is clean and is the file on the server (a window that
+    reloads a newer file is done with it)."""
+    page.wait_for_function(
+        """async () => {
+          const context = window.jupyterapp.shell.currentWidget?.context;
+          if (!context?.isReady || context.model.dirty) { return false; }
+          const disk = await window.jupyterapp.serviceManager.contents.get(
+            context.path, { content: false });
+          return disk.last_modified === context.contentsModel?.last_modified;
+        }""",
+        timeout=timeout,
+        polling=250,
+    )
+
+
 def delete_cell(page: Page, cell_id: str) -> None:
     """Select the cell with ``cell_id`` and delete it the way a user does (``d d``)."""
     index = [cell["id"] for cell in model_cells(page)].index(cell_id)
@@ -376,7 +392,9 @@ def test_two_windows_on_one_notebook_save_without_a_dialog(lab: Lab, pages: Page
     for page in (first, second):  # both windows show the cells written so far
         wait_model(page, has_cell("'gate-1'"))
 
-    # the user works in the window that opened the notebook second, and saves
+    # the user works in the window that opened the notebook second (once it shows the file
+    # the first window saved: a person reads the new cells before typing), and saves
+    wait_in_step_with_file(second)
     add_own_cell(second, "from_second = 1")
     save(second)
     (lab.root / "gate-1").touch()

@@ -6,6 +6,7 @@ conflict, and cancels and resets -- in the light and the dark theme.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from tests.browser.conftest import (
     Pages,
     assert_panel_layout,
     expect,
+    new_notebook_from_the_file_menu,
     notebook_cells,
     notebook_tab,
     open_lab,
@@ -27,6 +29,7 @@ from tests.browser.conftest import (
     tid,
     wait_cells,
 )
+from tests.journeys.conftest import JOURNEYS
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page, WebSocketRoute
@@ -428,3 +431,64 @@ def test_a_pause_waiting_for_a_long_cell_says_so_and_leaves_cancel_usable(
     expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
     snapshot = lab.snapshot(workflow_id)
     assert snapshot["run"]["status"] == "cancelled", snapshot["run"]
+
+
+def test_start_over_after_a_failure_restarts_the_kernel_and_runs_clean(
+    lab: Lab, pages: Pages
+) -> None:
+    # a notebook Lab made (its blank cell, its kernel); the first stage counts its runs in
+    # the kernel ("prepare run N"), the second fails until fixed.flag exists
+    shutil.copy(JOURNEYS / "failing_counting.yaml", lab.root / "failing_counting.yaml")
+    page = pages.new()
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+    started = lab.start_workflow(notebook, "failing_counting.yaml", auto_confirm=True)
+    workflow_id = started["workflow_id"]
+    badge = tid(panel, "bcc-badge")
+    expect(badge).to_have_attribute("data-status", "failed", timeout=PROGRESS_MS)
+    # the new notebook was dirty only with Lab's own kernel metadata: the workflow's cells
+    # are saved as they arrive, the file is in step with the run and the tab is clean
+    expect(notebook_tab(page, notebook)).not_to_have_class(DIRTY, timeout=UI_MS)
+    on_disk = [c["source"] for c in lab.notebook_cells(notebook)]
+    assert any("prepare run" in source for source in on_disk), on_disk
+    kernel_before = _kernel_of(lab, notebook)
+    restart = tid(panel, "bcc-restart")
+    expect(restart).to_be_enabled()
+    shots(page, "11-12-failed-start-over-offered")
+
+    (lab.root / "fixed.flag").touch()
+    restart.click()
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():
+        dialog.locator(".jp-mod-accept").click()
+    expect(badge).to_have_attribute("data-status", "completed", timeout=PROGRESS_MS)
+    done = lab.snapshot(workflow_id)
+    assert done["run_id"] != started["run_id"]
+    # the same kernel (Lab stays attached to it), restarted: the new run counted from 1
+    assert _kernel_of(lab, notebook) == kernel_before
+    # the document shows both attempts and is saved with them (read the file after that)
+    expect(notebook_cells(page).filter(has_text="prepare run 1")).to_have_count(2, timeout=UI_MS)
+    expect(notebook_tab(page, notebook)).not_to_have_class(DIRTY, timeout=UI_MS)
+    said = [
+        "".join(output.get("text", ""))
+        for cell in lab.notebook_cells(notebook)
+        for output in cell.get("outputs", [])
+        if "prepare run" in "".join(output.get("text", ""))
+    ]
+    assert said == ["prepare run 1\n", "prepare run 1\n"], said
+    # Lab's own view of the kernel after the restart: connected and idle, not "dead" or
+    # "unknown"
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status"
+        " === 'idle'",
+        timeout=UI_MS,
+    )
+    assert_panel_layout(page)
+    shots(page, "11-13-started-over-completed")
+
+
+def _kernel_of(lab: Lab, notebook: str) -> str:
+    sessions = [s for s in lab.ok("GET", "api/sessions") if s["path"] == notebook]
+    assert len(sessions) == 1, sessions
+    return str(sessions[0]["kernel"]["id"])
