@@ -16,7 +16,12 @@ from typing import Any
 from notebook_bcc.engine.budget import budget_for
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
-from notebook_bcc.engine.rerun import drop_workflow_cells, read_document, release_notebook
+from notebook_bcc.engine.rerun import (
+    check_notebook,
+    drop_workflow_cells,
+    read_document,
+    release_notebook,
+)
 from notebook_bcc.engine.runtime import KernelRuntime
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.client import OutputListener
@@ -94,6 +99,8 @@ async def open_headless(run: HeadlessRun) -> Engine:
         raise NotebookBccError(f"input file(s) not found: {', '.join(missing)}")
     workflow_id = run.workflow_id or f"wf-{uuid.uuid4().hex[:12]}"
     notebook = run.notebook.resolve()
+    # refused before anything is made: no state database beside a notebook we cannot use
+    check_notebook(notebook, workflow_id)
     notebook.parent.mkdir(parents=True, exist_ok=True)
     store = await AsyncStore.open(run.state_db, inline=True)
     try:

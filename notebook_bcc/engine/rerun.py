@@ -105,16 +105,13 @@ def read_document(path: Path, workflow_id: str) -> NotebookDocument:
         ) from exc
 
 
-def drop_workflow_cells(path: Path) -> int:
-    """Remove the cells earlier workflows wrote from the notebook at ``path``; how many.
-
-    The user's own cells (no ``metadata.notebook_bcc``) stay, in their order. The file is
-    replaced atomically, so a reader never sees half of it.
-    """
+def _notebook_json(path: Path) -> dict[str, Any] | None:
+    """The notebook file's JSON object (None when there is no file); anything else is a
+    :class:`NotebookBccError` naming the file and what it holds."""
     try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return 0
+        return None
     except (OSError, ValueError) as exc:
         raise NotebookBccError(f"{path} is not a readable notebook: {exc}") from exc
     if not isinstance(data, dict):
@@ -122,6 +119,25 @@ def drop_workflow_cells(path: Path) -> int:
             f"{path} is not a notebook: it holds a JSON {type(data).__name__}, not an object "
             "with cells"
         )
+    return data
+
+
+def check_notebook(path: Path, workflow_id: str) -> None:
+    """Refuse, before anything is made or changed, a notebook file a run cannot use (not
+    JSON, not an object, not a notebook nbformat reads); a missing file is fine."""
+    if _notebook_json(path) is not None:
+        read_document(path, workflow_id)
+
+
+def drop_workflow_cells(path: Path) -> int:
+    """Remove the cells earlier workflows wrote from the notebook at ``path``; how many.
+
+    The user's own cells (no ``metadata.notebook_bcc``) stay, in their order. The file is
+    replaced atomically, so a reader never sees half of it.
+    """
+    data = _notebook_json(path)
+    if data is None:
+        return 0
     cells = data.get("cells")
     if not isinstance(cells, list):
         return 0

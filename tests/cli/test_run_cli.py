@@ -127,6 +127,7 @@ def test_a_notebook_that_is_no_notebook_exits_2_naming_it(
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert notebook.read_text(encoding="utf-8") == text, "the file is left as it was"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["given.ipynb"], "no state db made"
 
 
 @pytest.mark.parametrize("command", ["run", "status", "resume", "trace"])
