@@ -48,3 +48,12 @@ def test_the_summary_shows_an_ai_planners_usage_and_not_a_blueprints() -> None:
     )
     blueprint = llm.model_copy(update={"planner": PlannerSettings(kind="blueprint")})
     assert not [line for line in summary_lines(blueprint, None) if line.startswith("planner")]
+
+
+def test_the_summary_says_its_time_is_this_commands() -> None:
+    """After ``resume --approve`` the summary said ``time: 0.2 s`` for a run of minutes."""
+    from notebook_bcc.engine.engine import RunResult
+
+    snapshot = new_snapshot("wf-1", "run-1")
+    lines = summary_lines(snapshot, RunResult(snapshot, 0, 21, 0.24))
+    assert "cells: 21; time in this command: 0.2 s" in lines
