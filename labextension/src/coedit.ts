@@ -63,6 +63,8 @@ export class DocumentCoeditor {
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
   /** Files deleted through this window's contents manager (until saved or made again). */
   private readonly deleted = new Set<string>();
+  /** How many deletes of each path this window saw (a save under way compares). */
+  private readonly deletes = new Map<string, number>();
   /** Each document's save as the co-editor makes it (skipped once the file is gone). */
   private readonly ownSaves = new WeakMap<NotebookPanel, () => Promise<void>>();
   private readonly _writing = new Signal<this, { path: string; workflowId: string }>(this);
@@ -76,6 +78,7 @@ export class DocumentCoeditor {
     docManager.services.contents.fileChanged.connect((_, change) => {
       if (change.type === 'delete' && change.oldValue?.path) {
         this.deleted.add(change.oldValue.path);
+        this.deletes.set(change.oldValue.path, (this.deletes.get(change.oldValue.path) ?? 0) + 1);
       } else if (change.newValue?.path) {
         this.deleted.delete(change.newValue.path);
       }
@@ -436,7 +439,13 @@ export class DocumentCoeditor {
           merged = false; // the merge could not be made: Lab's own save (and its checks)
         }
         if (!merged && !gone()) {
+          const deletes = this.deletes.get(context.path) ?? 0;
           await save();
+          if (own && (this.deletes.get(context.path) ?? 0) !== deletes) {
+            // the user deleted the file while our save was under way, and the save made it
+            // again: delete it again, as they asked
+            await this.docManager.services.contents.delete(context.path);
+          }
         }
       });
       previous = next.catch(() => undefined);
