@@ -233,7 +233,11 @@ class BlueprintPlanner:
         snapshot = request.snapshot
         spec = self._behavior_spec(snapshot)
         results = snapshot.acceptance.get(spec.id, {})
-        passed = all(r.status == "passed" for r in results.values())
+        queue = snapshot.action_queue
+        # a cell that raised fails the behavior as it fails a papermill run, whatever the
+        # acceptance says (no criteria, or criteria the raise did not reach)
+        cells_failed = queue.executed - queue.succeeded
+        passed = cells_failed == 0 and all(r.status == "passed" for r in results.values())
         step, _ = self._next_behavior(snapshot)
         ids = [b.id for b in step.behaviors]
         is_last = ids.index(spec.id) == len(ids) - 1
@@ -249,8 +253,7 @@ class BlueprintPlanner:
             reasoning_text := (
                 "all acceptance criteria passed"
                 if passed
-                else "acceptance not met: "
-                + "; ".join(c for c, r in results.items() if r.status != "passed")
+                else _shortfall(cells_failed, queue.last_result, results)
             ),
             status="achieved" if passed else "not_achieved",
         )
@@ -368,6 +371,17 @@ class BlueprintPlanner:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _shortfall(cells_failed: int, last_result: str | None, results: dict[str, Any]) -> str:
+    """Why a behavior is not achieved: the cells that failed, then the unmet criteria."""
+    reasons: list[str] = []
+    if cells_failed:
+        reasons.append(f"{cells_failed} code cell(s) failed (last: {last_result or 'error'})")
+    unmet = [c for c, r in results.items() if r.status != "passed"]
+    if unmet:
+        reasons.append("acceptance not met: " + "; ".join(unmet))
+    return "; ".join(reasons)
 
 
 def _label(resolution: Any) -> str | None:

@@ -74,6 +74,35 @@ def test_failed_workflow_exits_1(tmp_path: Path) -> None:
     assert "failed (stage only failed" in done.stdout
 
 
+@pytest.mark.parametrize(("blueprint", "tries"), [("raises", 1), ("raises_accepted", 2)])
+def test_a_cell_that_raises_fails_the_run_whatever_the_acceptance_says(
+    tmp_path: Path, blueprint: str, tries: int
+) -> None:
+    notebook = tmp_path / "nb.ipynb"
+    done = cli(
+        "run",
+        FIXTURES / "cli" / f"{blueprint}.yaml",
+        "--notebook",
+        notebook,
+        "--state-db",
+        tmp_path / "state.sqlite",
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "ValueError: bad input row 7 (line 2 of cell" in done.stdout
+    assert "run completed" not in done.stdout
+    status = json.loads(cli("status", "--state-db", tmp_path / "state.sqlite", "--json").stdout)
+    assert status["run"]["status"] == "failed"
+    stage = status["location"]["progress"]["stages"]["current"]
+    assert stage["completion_status"] == "failed"
+    assert stage["extra"]["step_results"][0]["completion_status"] == "failed"
+    raised = [
+        cell
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        if any(o.get("ename") == "ValueError" for o in cell.get("outputs", []))
+    ]
+    assert len(raised) == tries, "each iteration ran the cell once"
+
+
 def test_cancel_without_a_running_process_exits_4_on_the_next_run(tmp_path: Path) -> None:
     assert cli(*run_args(tmp_path, "confirm")).returncode == 3
     cancelled = cli("cancel", "--state-db", tmp_path / "state.sqlite")
