@@ -189,6 +189,11 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _apply(flags: list[str], to: str) -> str:
+    verb = "applies" if len(flags) == 1 else "apply"
+    return f"{', '.join(flags)} {verb} only to --planner {to}"
+
+
 def misplaced_flags(args: argparse.Namespace, kind: str | None = None) -> str | None:
     """Why planner flags do not apply to the planner (``kind``, else ``--planner``), or None."""
     kind = kind or args.planner
@@ -196,13 +201,13 @@ def misplaced_flags(args: argparse.Namespace, kind: str | None = None) -> str | 
     if args.no_planner_fallback:
         http_only.append("--no-planner-fallback")
     if kind != "http" and http_only:
-        return f"{', '.join(http_only)} only apply to --planner http"
+        return _apply(http_only, "http")
     llm_only = [_flag(n) for n in LLM_FLAGS if getattr(args, n) is not None]
     if kind != "llm" and llm_only:
-        return f"{', '.join(llm_only)} only apply to --planner llm"
+        return _apply(llm_only, "llm")
     shared = [_flag(n) for n in TRANSPORT_FLAGS if getattr(args, n) is not None]
     if kind not in ("http", "llm") and shared:
-        return f"{', '.join(shared)} only apply to --planner http or llm"
+        return _apply(shared, "http or llm")
     return None
 
 

@@ -391,6 +391,16 @@ class Engine(Moves, Commands, Committer):
         except WhenEvaluationError as exc:
             await self.fail_run(f"{point}: {exc.message}")
             raise StepEnded(f"{point}: the step ended") from exc
+        except StepEnded:
+            raise
+        except Exception as exc:
+            # not a planner error the planner meant (a transport's odd failure, a bug): the
+            # run fails with what happened instead of staying 'running' with no one driving it
+            log.exception("%s: the planner raised", point)
+            await self.fail_run(
+                f"{point}: planner failed unexpectedly: {type(exc).__name__}: {exc}"
+            )
+            raise StepEnded(f"{point}: the step ended") from exc
         self._usage(reply.usage if reply else None, (monotonic() - began) * 1000)
         return reply
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.planners.base import PlannerError
-from notebook_bcc.planners.transport_settings import TransportSettings
+from notebook_bcc.planners.transport_settings import TransportSettings, http_url_parts
 
 
 def _without_credentials(url: str) -> str:
@@ -43,9 +43,9 @@ class HttpPlannerSettings(TransportSettings):
     token_env: str | None = None
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise PlannerError(f"planner URL {self.url!r} is not an http(s) URL")
+        parts = http_url_parts(self.url)
+        if isinstance(parts, str):
+            raise PlannerError(f"planner URL {self.url!r}: {parts}")
         if parts.username is not None or parts.password is not None:
             raise PlannerError(
                 "planner URL carries credentials; put a token in an environment variable "

@@ -10,11 +10,30 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, fields
 from typing import Any, ClassVar, TypeVar
+from urllib.parse import SplitResult, urlsplit
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.protocol.limits import MAX_PAYLOAD_CHARS
 
 T = TypeVar("T", bound="TransportSettings")
+
+
+def http_url_parts(url: str) -> SplitResult | str:
+    """``url`` split, or why it is no usable http(s) URL (a malformed host, a port out of
+    range or not a number: ``urlsplit`` accepts those and the connect fails deep inside the
+    HTTP client, after a kernel started)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"it is malformed ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "it is not an http(s) URL"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0 is not a port a server listens on"
+    return parts
 
 
 @dataclass(frozen=True)
@@ -65,4 +84,4 @@ class TransportSettings:
         return cls(**{key: value for key, value in data.items() if key in known})
 
 
-__all__ = ["TransportSettings"]
+__all__ = ["TransportSettings", "http_url_parts"]

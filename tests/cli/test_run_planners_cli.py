@@ -161,11 +161,20 @@ def test_blueprint_recorded_and_replayed(tmp_path: Path) -> None:
             "credentials",
         ),
         (["--planner", "http", "--planner-url", "ftp://x", "--problem", "p"], "not an http"),
+        (
+            ["--planner", "http", "--planner-url", "http://[::1", "--problem", "p"],
+            "planner URL 'http://[::1': it is malformed (Invalid IPv6 URL)",
+        ),
+        (
+            ["--planner", "http", "--planner-url", "http://127.0.0.1:99999", "--problem", "p"],
+            "it is malformed (Port out of range 0-65535)",
+        ),
+        (["--planner", "http", "--planner-url", "http://:80/x", "--problem", "p"], "names no host"),
         (["--planner", "replay"], "TARGET (a directory written by --record) is required"),
         ([], "TARGET (a blueprint) is required"),
         (
             [str(FIXTURES / "engine" / "paths.yaml"), "--planner-url", "http://127.0.0.1:9"],
-            "--planner-url only apply to --planner http",
+            "--planner-url applies only to --planner http",
         ),
     ],
 )

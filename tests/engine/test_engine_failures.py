@@ -111,6 +111,35 @@ def test_d1_planner_failure_fails_the_run_and_keeps_the_fsm(harness: EngineHarne
     harness.run(scenario)
 
 
+class OverflowingPlanner(BlueprintPlanner):
+    """Raises what no planner error names: a socket's connect() on port 99999 does this."""
+
+    async def reflect_stage(self, request: PlannerRequest) -> PlannerReply:
+        raise OverflowError("connect(): port must be 0-65535.")
+
+
+def test_an_unexpected_planner_exception_fails_the_run_instead_of_leaving_it_running(
+    harness: EngineHarness,
+) -> None:
+    async def scenario() -> None:
+        planner = OverflowingPlanner(harness.planner("confirm").loaded)
+        engine = await harness.open("confirm", planner=planner)
+        try:
+            result = await engine.run()
+        finally:
+            await finish(engine)
+        assert result.exit_code == 1
+        assert result.snapshot.run.status == "failed"
+        assert result.snapshot.run.reason == (
+            "reflect_stage: planner failed unexpectedly: OverflowError: "
+            "connect(): port must be 0-65535."
+        )
+        stored = harness.store().load(result.snapshot.workflow_id)
+        assert stored.run.status == "failed"
+
+    harness.run(scenario)
+
+
 class IllegalPlanner(BlueprintPlanner):
     """Answers the behavior reflection with a stage reflection (not legal there)."""
 

@@ -11,11 +11,10 @@ import os
 import re
 from dataclasses import dataclass
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.planners.llm.errors import LlmSettingsError
-from notebook_bcc.planners.transport_settings import TransportSettings
+from notebook_bcc.planners.transport_settings import TransportSettings, http_url_parts
 
 API_KEY_ENVS: tuple[str, ...] = ("NOTEBOOK_BCC_LLM_API_KEY", "OPENAI_API_KEY")
 """Where the API key is looked for, in order, when ``api_key_env`` is not set."""
@@ -52,10 +51,10 @@ class LlmSettings(TransportSettings):
     templates: str | None = None
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        parts = http_url_parts(self.base_url)
+        if isinstance(parts, str):
             raise LlmSettingsError(
-                f"LLM base URL {self.base_url!r} is not an http(s) URL "
+                f"LLM base URL {self.base_url!r}: {parts} "
                 "(give the API root with its version, e.g. http://127.0.0.1:11434/v1)"
             )
         if parts.username is not None or parts.password is not None:
