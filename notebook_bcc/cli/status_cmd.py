@@ -35,7 +35,7 @@ def open_existing(path: Path) -> Any:
         raise NotebookBccError(f"{path} is a directory, not a state database")
     if not path.is_file():
         raise NotebookBccError(f"{path}: no such state database")
-    return SqliteStore(path)
+    return SqliteStore(path, existing=True)
 
 
 def pick_workflow(store: Any, workflow_id: str | None) -> str:

@@ -129,7 +129,15 @@ _json = anchor.canonical_json
 class SqliteStore(StoreReads):
     """Synchronous store over one SQLite file; use from a single thread."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_timeout: float = 5.0, existing: bool = False
+    ) -> None:
+        """Open (and create or migrate) the state database at ``path``.
+
+        A SQLite file that is not one (tables of its own and no schema version) is refused
+        before anything is written to it; with ``existing`` (the commands that read a run:
+        ``status``, ``trace``, ``resume``) so is one that holds nothing yet.
+        """
         self.path = Path(path)
         if self.path.is_dir():
             raise NotAStateDatabaseError(
@@ -147,6 +155,7 @@ class SqliteStore(StoreReads):
             self._db = sqlite3.connect(
                 str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=True
             )
+            self._check_ours(existing=existing)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
@@ -164,6 +173,39 @@ class SqliteStore(StoreReads):
     def close(self) -> None:
         """Close the connection (idempotent)."""
         self._db.close()
+
+    def _check_ours(self, *, existing: bool) -> None:
+        """Refuse a database notebook-bcc did not make, before anything is written to it."""
+        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != 0:
+            return
+        tables = [
+            str(row[0])
+            for row in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+                " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        if tables:
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            ours = {"workflows", "chain_heads"} <= set(tables)
+            why = (
+                "its tables are notebook-bcc's but its schema version (PRAGMA user_version) "
+                "was set to 0 after it was written"
+                if ours
+                else f"it holds tables of its own ({shown}) and no notebook-bcc schema version"
+            )
+            self._db.close()
+            raise NotAStateDatabaseError(
+                f"{self.path} is not a state database: {why}; it was left as it is",
+                details={"path": str(self.path), "tables": tables[:20]},
+            )
+        if existing:
+            self._db.close()
+            raise NotAStateDatabaseError(
+                f"{self.path} is not a state database: it is empty (no notebook-bcc schema; "
+                "was it emptied or replaced?); it was left as it is",
+                details={"path": str(self.path)},
+            )
 
     def _migrate(self) -> None:
         current = int(self._db.execute("PRAGMA user_version").fetchone()[0])

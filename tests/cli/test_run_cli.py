@@ -179,6 +179,36 @@ def test_a_state_db_that_is_a_directory_or_no_database_exits_2(
     assert not (tmp_path / "nb.ipynb").exists(), "nothing ran"
 
 
+@pytest.mark.parametrize("command", ["run", "status", "resume", "trace", "trace --verify"])
+def test_a_foreign_or_empty_sqlite_file_is_refused_and_left_as_it_is(
+    tmp_path: Path, command: str
+) -> None:
+    import sqlite3
+
+    foreign = tmp_path / "customers.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE customers (name TEXT)")
+        db.execute("INSERT INTO customers VALUES ('Ada')")
+    db.close()
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    cases = [(foreign, "it holds tables of its own (customers)")]
+    if command != "run":  # run starts a new state database in an empty file
+        cases.append((empty, "it is empty"))
+    for path, message in cases:
+        before = path.read_bytes()
+        args: list[str | Path] = command.split()
+        if command == "run":
+            args += [ENGINE / "paths.yaml", "--notebook", tmp_path / "nb.ipynb"]
+        done = cli(*args, "--state-db", path)
+        assert done.returncode == 2, (path, done.stdout, done.stderr)
+        assert f"{path} is not a state database: {message}" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert path.read_bytes() == before, "not a byte written"
+        assert not Path(f"{path}-wal").exists()
+    assert not (tmp_path / "nb.ipynb").exists(), "nothing ran"
+
+
 def test_a_bare_resume_of_a_completed_run_does_nothing(tmp_path: Path) -> None:
     assert cli(*run_args(tmp_path, "paths", "--auto-confirm")).returncode == 0
     db = tmp_path / "state.sqlite"
