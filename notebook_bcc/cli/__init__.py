@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -68,6 +69,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotebookBccError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except sqlite3.DatabaseError as exc:
+        # a table dropped, a page corrupted: the store was altered or damaged under us
+        where = getattr(args, "state_db", None)
+        print(
+            f"error: the state database {where or ''} cannot be read: {exc}; it was altered "
+            "or damaged after it was written"
+            + (f" (`notebook-bcc trace --verify --state-db {where}` says where)" if where else ""),
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:  # Ctrl-C before the run installed its own handlers

@@ -89,9 +89,23 @@ def _resume(args: argparse.Namespace) -> int:
     from notebook_bcc.engine.engine import exit_code_for, owner_tag
     from notebook_bcc.engine.offline import owner_alive
     from notebook_bcc.engine.options import EngineOptions
+    from notebook_bcc.store.errors import ChainBrokenError
 
     store = open_existing(args.state_db)
     try:
+        # resume acts on what the store holds: cells it replays into a kernel, the code of an
+        # irreversible action it runs. A row edited behind the store's back must stop it here,
+        # before it runs or is saved again (a re-save would log the forged row as valid)
+        try:
+            store.verification()
+        except ChainBrokenError as exc:
+            print(
+                f"error: {args.state_db} was altered after it was written, so resume will not "
+                f"act on it: {exc.message} (`notebook-bcc trace --verify --state-db "
+                f"{args.state_db}` checks it again)",
+                file=sys.stderr,
+            )
+            return 1
         workflow_id = pick_workflow(store, args.workflow)
         stored = store.load(workflow_id)
         owner = store.owner(workflow_id)

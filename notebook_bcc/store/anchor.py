@@ -31,12 +31,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from notebook_bcc.store.errors import ChainBrokenError
-from notebook_bcc.store.schema import CHAINED_TABLES
+from notebook_bcc.store.schema import CHAINED_TABLES, REQUIRED_TABLES
 
 GENESIS = "0" * 64
 """``prev_hash`` of the first row of every chained table."""
@@ -249,7 +250,7 @@ def _walk(db: sqlite3.Connection, table: str) -> tuple[int, int, str]:
     query = f"SELECT {', '.join(columns)}, prev_hash, hash FROM {table} ORDER BY seq"
     for row in db.execute(query):
         values, prev_hash, digest = row[: len(columns)], row[-2], row[-1]
-        if prev_hash != prev or row_hash(prev, values) != digest:
+        if prev_hash != prev or _digest(table, f"seq={values[0]}", prev, values) != digest:
             raise _broken(
                 f"{table} row seq={values[0]} does not match its hash chain: the row was "
                 "edited, inserted or deleted after it was written",
@@ -260,9 +261,30 @@ def _walk(db: sqlite3.Connection, table: str) -> tuple[int, int, str]:
     return count, last_seq, prev
 
 
+def _digest(table: str, where: str, prev: str, values: Sequence[Any]) -> str:
+    """``row_hash``, or a located break when a column holds what the store never writes
+    (a BLOB where it writes text: JSON cannot encode it)."""
+    try:
+        return row_hash(prev, values)
+    except (TypeError, ValueError) as exc:
+        raise _broken(
+            f"{table} row {where} holds a value of a type the store never writes ({exc}): "
+            "the row was edited after it was written",
+            table,
+            row=where,
+        ) from None
+
+
 def _check_head(db: sqlite3.Connection, table: str, walked: tuple[int, int, str]) -> None:
     count, last_seq, last_hash = walked
-    anchored = head(db, table)
+    try:
+        anchored = head(db, table)
+    except (TypeError, ValueError) as exc:
+        raise _broken(
+            f"chain_heads row {table!r} holds a value of a type the store never writes "
+            f"({exc}): the chain head was edited",
+            table,
+        ) from None
     if anchored is None:
         raise _broken(
             f"{table}: {count} rows but no chain head in chain_heads (the anchor row was deleted)",
@@ -305,7 +327,7 @@ def _check_logged(db: sqlite3.Connection, table: str) -> int:
                 table,
                 key=shown,
             )
-        if state_digest(row) != latest[key]:
+        if _digest(table, shown, "state", row) != latest[key]:
             raise _broken(
                 f"{table} row {shown} differs from its last logged state in {log}: the row "
                 "was edited after it was written",
@@ -335,9 +357,25 @@ def _check_logged(db: sqlite3.Connection, table: str) -> int:
 
 
 def verify_chains(db: sqlite3.Connection) -> Verification:
-    """Check every chain's links and head, and contracts/cells against their logs."""
+    """Check every chain's links and head, and contracts/cells against their logs.
+
+    Run inside one read transaction (:func:`read_consistently`) when a workflow may be
+    writing: read piecemeal, a commit landing between a chain's walk and its head read looks
+    like deleted rows.
+    """
     report = Verification()
     try:
+        present = {
+            str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        missing = [table for table in REQUIRED_TABLES if table not in present]
+        if missing:
+            raise _broken(
+                f"the store's table(s) {', '.join(missing)} are missing: the file was altered "
+                "(tables were dropped)",
+                missing[0],
+                missing=missing,
+            )
         for table in CHAINED_TABLES:
             walked = _walk(db, table)
             _check_head(db, table, walked)
@@ -353,6 +391,20 @@ def verify_chains(db: sqlite3.Connection) -> Verification:
 
 
 # -- anchors outside the database -------------------------------------------------------------
+
+
+@contextmanager
+def read_consistently(db: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction around the block (WAL: a snapshot no concurrent commit moves);
+    an autocommit connection outside a transaction only."""
+    if db.in_transaction:
+        yield
+        return
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("ROLLBACK")
 
 
 def export_anchor(db: sqlite3.Connection) -> dict[str, Any]:
@@ -384,6 +436,10 @@ def _check_anchor(db: sqlite3.Connection, anchor: Any) -> None:
         raise ChainBrokenError(
             "the anchor is not a notebook-bcc anchor document", details={"table": None}
         )
+    if not anchor["chains"]:
+        raise ChainBrokenError(
+            "the anchor names no chain: it cannot vouch for anything", details={"table": None}
+        )
     for table, expected in anchor["chains"].items():
         if table not in CHAINED_TABLES or not isinstance(expected, dict):
             raise _broken(f"the anchor names an unknown chain {table!r}", str(table))
@@ -392,8 +448,22 @@ def _check_anchor(db: sqlite3.Connection, anchor: Any) -> None:
             expected.get("last_seq"),
             expected.get("hash"),
         )
-        if not isinstance(rows, int) or not isinstance(last_seq, int) or rows == 0:
-            continue
+        if (
+            not isinstance(rows, int)
+            or not isinstance(last_seq, int)
+            or not isinstance(digest, str)
+            or isinstance(rows, bool)
+            or isinstance(last_seq, bool)
+            or rows < 0
+            or last_seq < 0
+        ):
+            raise _broken(
+                f"the anchor's entry for {table} is malformed (rows and last_seq must be "
+                f"counts, hash a string: {expected!r})",
+                str(table),
+            )
+        if rows == 0:
+            continue  # the chain was empty when anchored: nothing to vouch for
         found = db.execute(f"SELECT hash FROM {table} WHERE seq = ?", (last_seq,)).fetchone()
         count = db.execute(f"SELECT COUNT(*) FROM {table} WHERE seq <= ?", (last_seq,)).fetchone()
         if found is None or int(count[0]) != rows:

@@ -186,3 +186,20 @@ CHAINED_TABLES: dict[str, tuple[str, ...]] = {
     "cell_log": ("seq", "workflow_id", "row_key", "state"),
 }
 """Each chained table and the columns its row hash covers (besides ``prev_hash``)."""
+
+REQUIRED_TABLES: tuple[str, ...] = (
+    "workflows",
+    "snapshot_parts",
+    "snapshot_items",
+    "history",
+    "trace",
+    "events",
+    "contracts",
+    "cells",
+    "commands",
+    "chain_heads",
+    "contract_log",
+    "cell_log",
+)
+"""The tables every state database holds after its migrations (``trace --verify`` refuses a
+file missing one: a dropped ``workflows`` table passed, while ``status`` crashed on it)."""

@@ -501,8 +501,13 @@ class SqliteStore(StoreReads):
                 "INSERT INTO contracts (execution_id, workflow_id, run_id, action_type,"
                 " irreversible, idempotency_key, status, body, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                # every column is written again: a column edited behind the store's back
+                # must not survive a re-save and be logged as the row's valid state
                 " ON CONFLICT(execution_id) DO UPDATE SET status = excluded.status,"
-                " body = excluded.body, updated_at = excluded.updated_at"
+                " body = excluded.body, updated_at = excluded.updated_at,"
+                " workflow_id = excluded.workflow_id, run_id = excluded.run_id,"
+                " action_type = excluded.action_type, irreversible = excluded.irreversible,"
+                " idempotency_key = excluded.idempotency_key"
                 f" RETURNING {', '.join(anchor.CONTRACT_COLUMNS)}",
                 (
                     contract.execution_id,
@@ -616,9 +621,10 @@ class SqliteStore(StoreReads):
 
     def verification(self, external: Any = None) -> anchor.Verification:
         """:meth:`verify` with the rows checked per chain and per mutable table."""
-        report = anchor.verify_chains(self._db)
-        if external is not None:
-            anchor.check_anchor(self._db, external)
+        with anchor.read_consistently(self._db):
+            report = anchor.verify_chains(self._db)
+            if external is not None:
+                anchor.check_anchor(self._db, external)
         return report
 
     def export_anchor(self) -> dict[str, Any]:

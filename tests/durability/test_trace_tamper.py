@@ -159,7 +159,7 @@ def test_a_deleted_chain_head_is_caught(state_db: Path, capsys: Capsys) -> None:
 
 def test_a_dropped_anchor_table_is_exit_1_not_a_traceback(state_db: Path, capsys: Capsys) -> None:
     _sql(state_db, "DROP TABLE chain_heads")
-    _refused(state_db, capsys, "missing or malformed")
+    _refused(state_db, capsys, "the store's table(s) chain_heads are missing")
 
 
 # -- the anchor outside the database ----------------------------------------------------------
@@ -295,3 +295,70 @@ def test_an_edited_snapshot_is_exit_1_naming_where_not_a_traceback(
     code, out, _ = trace(state_db, capsys, "--verify")  # the chained record is intact
     assert code == 0
     assert "chain verified" in out
+
+
+# -- tampering that verify once let through or crashed on -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "fragment"),
+    [
+        (
+            "UPDATE history SET actor = CAST(actor AS BLOB) WHERE seq = 7",
+            "history row seq=7 holds a value of a type the store never writes",
+        ),
+        (
+            "UPDATE contracts SET body = CAST(body AS BLOB) WHERE rowid = 1",
+            "contracts row execution_id=",
+        ),
+        (
+            "UPDATE chain_heads SET rows = 'abc' WHERE chain = 'events'",
+            "chain_heads row 'events' holds a value of a type the store never writes",
+        ),
+        ("DROP TABLE workflows", "the store's table(s) workflows are missing"),
+        ("DROP TABLE snapshot_parts", "the store's table(s) snapshot_parts are missing"),
+    ],
+)
+def test_odd_types_and_dropped_tables_are_exit_1_naming_where(
+    state_db: Path, capsys: Capsys, statement: str, fragment: str
+) -> None:
+    _sql(state_db, statement)
+    _refused(state_db, capsys, fragment)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "fragment"),
+    [
+        ({"format": "notebook-bcc-anchor", "chains": {}}, "the anchor names no chain"),
+        (
+            {"format": "notebook-bcc-anchor", "chains": {"events": {"rows": "9", "last_seq": 9}}},
+            "the anchor's entry for events is malformed",
+        ),
+        (
+            {
+                "format": "notebook-bcc-anchor",
+                "chains": {"events": {"rows": -1, "last_seq": 9, "hash": "x"}},
+            },
+            "the anchor's entry for events is malformed",
+        ),
+    ],
+)
+def test_a_malformed_anchor_is_never_intact(
+    state_db: Path, capsys: Capsys, tmp_path: Path, anchor: dict[str, object], fragment: str
+) -> None:
+    path = tmp_path / "anchor.json"
+    path.write_text(json.dumps(anchor), encoding="utf-8")
+    _refused(state_db, capsys, fragment, "--anchor", str(path))
+
+
+def test_status_on_a_store_missing_a_table_is_exit_1_not_a_traceback(
+    state_db: Path, capsys: Capsys
+) -> None:
+    _sql(state_db, "DROP TABLE contracts")
+    capsys.readouterr()
+    code = main(["status", "--state-db", str(state_db)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "no such table: contracts" in err
+    assert "it was altered or damaged after it was written" in err
+    assert f"trace --verify --state-db {state_db}" in err
