@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sqlite3
 import sys
+import time
 from collections.abc import Sequence
 
 from notebook_bcc import __version__
@@ -45,14 +46,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_STARTED = [time.monotonic()]
+"""When this command started (main() resets it): the summary's 'time in this command'."""
+
+
+def command_seconds() -> float:
+    """Seconds since the command started: a resume's kernel start and silent replay count."""
+    return time.monotonic() - _STARTED[0]
+
+
+def _shown(text: str) -> str:
+    """``text`` with its undecodable bytes as ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _undecodable_text(args: argparse.Namespace) -> str | None:
+    """Which text argument holds bytes that are not UTF-8 (a shell's ``$'\\xff'``), or None.
+
+    Text reaches JSON, the store and the kernel, none of which can hold such bytes; file paths
+    (``Path`` arguments) may, and are left alone.
+    """
+
+    def texts(value: object) -> list[str]:
+        if isinstance(value, list | tuple):
+            return [text for item in value for text in texts(item)]
+        return [value] if isinstance(value, str) else []
+
+    for name, value in vars(args).items():
+        for item in texts(value):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                flag = "--" + name.replace("_", "-")
+                byte = item[exc.start].encode("utf-8", "surrogateescape")
+                return (
+                    f"{flag} is not UTF-8 text (byte {byte!r} at character {exc.start} of "
+                    f"'{_shown(item)}'): give it as UTF-8"
+                )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse arguments and run the chosen handler; returns the exit code."""
+    _STARTED[0] = time.monotonic()
     defer_iri_grammar()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
+        return EXIT_BAD_INPUT
+    undecodable = _undecodable_text(args)
+    if undecodable is not None:
+        print(f"error: {undecodable}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from notebook_bcc.errors import NotebookBccError
     from notebook_bcc.store.errors import NotAStateDatabaseError, StoreUnavailableError

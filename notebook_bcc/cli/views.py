@@ -53,9 +53,12 @@ def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[
         f"visits {dict(snapshot.stage_machine.visits)}",
     ]
     if result is not None:
-        # the run's cells so far, but this process's time: a resume that answered a decision
-        # took 0.2 s, which is not the run's time
-        lines.append(f"cells: {result.cells}; time in this command: {result.duration_s:.1f} s")
+        # the run's cells so far, but this command's time from its start: a resume that
+        # answered a decision is not the run's time, and its kernel start and silent replay
+        # of the earlier cells are part of what the user waited for
+        from notebook_bcc.cli import command_seconds
+
+        lines.append(f"cells: {result.cells}; time in this command: {command_seconds():.1f} s")
     parts = []
     for name in ("overall_progress", "acceptance_pass_rate", "retry_rate", "variable_coverage"):
         value = getattr(metrics, name)

@@ -209,6 +209,40 @@ def test_a_foreign_or_empty_sqlite_file_is_refused_and_left_as_it_is(
     assert not (tmp_path / "nb.ipynb").exists(), "nothing ran"
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            [b"--problem", b"bad\xffbyte"],
+            "--problem is not UTF-8 text (byte b'\\xff' at character 3",
+        ),
+        ([b"-p", b"rows", b"\xfe"], "--parameters is not UTF-8 text (byte b'\\xfe' at character 0"),
+    ],
+)
+def test_text_that_is_not_utf8_is_exit_2_naming_the_flag(
+    tmp_path: Path, flags: list[bytes], message: str
+) -> None:
+    import subprocess
+    import sys
+
+    argv = [
+        sys.executable.encode(),
+        b"-m",
+        b"notebook_bcc",
+        b"run",
+        str(ENGINE / "paths.yaml").encode(),
+        b"--notebook",
+        str(tmp_path / "nb.ipynb").encode(),
+        *flags,
+    ]
+    done = subprocess.run(argv, capture_output=True, check=False, timeout=120)
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "nb.ipynb").exists()
+
+
 def test_a_bare_resume_of_a_completed_run_does_nothing(tmp_path: Path) -> None:
     assert cli(*run_args(tmp_path, "paths", "--auto-confirm")).returncode == 0
     db = tmp_path / "state.sqlite"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -50,10 +51,14 @@ def test_the_summary_shows_an_ai_planners_usage_and_not_a_blueprints() -> None:
     assert not [line for line in summary_lines(blueprint, None) if line.startswith("planner")]
 
 
-def test_the_summary_says_its_time_is_this_commands() -> None:
-    """After ``resume --approve`` the summary said ``time: 0.2 s`` for a run of minutes."""
+def test_the_summary_says_its_time_is_this_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After ``resume --approve`` the summary said ``time: 0.2 s`` for a run of minutes, and
+    then 0.1 s for a resume whose kernel start and silent replay took 24 s: the time is the
+    command's, from its start, not the engine loop's."""
+    from notebook_bcc import cli
     from notebook_bcc.engine.engine import RunResult
 
+    monkeypatch.setattr(cli, "_STARTED", [time.monotonic() - 24.04])
     snapshot = new_snapshot("wf-1", "run-1")
-    lines = summary_lines(snapshot, RunResult(snapshot, 0, 21, 0.24))
-    assert "cells: 21; time in this command: 0.2 s" in lines
+    lines = summary_lines(snapshot, RunResult(snapshot, 0, 21, 0.1))
+    assert "cells: 21; time in this command: 24.0 s" in lines
