@@ -195,6 +195,10 @@ class ReplayPlanner:
     ) -> StageRoute:
         """The recorded stage route; a different human answer than recorded is a mismatch."""
         ex = self._next(request)
+        if ex.decided != decided and self._answered_next(ex, decided):
+            # the recorded pause (no answer yet) was played by the process that stopped for
+            # the human; this one, resumed with the answer, takes the answered route after it
+            ex = self._next(request)
         if ex.route is None:
             raise PlannerError(f"replay: exchange {ex.n} holds no stage route")
         if ex.decided != decided:
@@ -204,6 +208,18 @@ class ReplayPlanner:
                 details={"exchange": ex.n},
             )
         return route_from_json(ex.route)
+
+    def _answered_next(self, ex: Exchange, decided: str | None) -> bool:
+        """Whether the exchange after ``ex`` is the same stage route, answered ``decided``."""
+        if self._cursor is None or self._cursor >= len(self.exchanges):
+            return False
+        following = self.exchanges[self._cursor]
+        return (
+            ex.decided is None
+            and following.decided == decided
+            and (following.point, following.fsm_state, following.location)
+            == (ex.point, ex.fsm_state, ex.location)
+        )
 
     def stage_item(self, stage_id: str) -> PlanItem | None:
         """The plan item recorded with a route to ``stage_id`` (None when none was)."""

@@ -12,6 +12,8 @@ import pytest
 
 from notebook_bcc.planners.replay import ReplayPlanner
 from notebook_bcc.planners.transcript import MAX_TRANSCRIPT_BYTES, TranscriptError
+from tests.conftest import FIXTURES
+from tests.conftest import run_cli as cli
 
 
 def _record(folder: Path, files: list[dict[str, str]]) -> Path:
@@ -74,3 +76,54 @@ def test_the_cli_exits_2_naming_the_transcript_entry(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     assert f"{folder / 'transcript.jsonl'}: header files[0].path '/etc/passwd'" in done.stderr
     assert not (tmp_path / "out" / "nb.ipynb").exists()
+
+
+def _answer_one_at_a_time(db: Path) -> list[int]:
+    """``resume --approve`` until the run stops waiting; the exit codes."""
+    codes = []
+    for _ in range(6):
+        done = cli("resume", "--state-db", db, "--approve")
+        codes.append(done.returncode)
+        assert "Traceback" not in done.stderr
+        if done.returncode != 3:
+            break
+    return codes
+
+
+def _sources(notebook: Path) -> list[str]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells]
+
+
+@pytest.mark.parametrize("recorded_one_at_a_time", [False, True])
+def test_a_recording_replays_with_its_decisions_answered_one_at_a_time(
+    tmp_path: Path, recorded_one_at_a_time: bool
+) -> None:
+    """A replay stopped for a human and resumed with the answer found the recorded pause
+    again and failed: 'exchange N was routed with the human answer None, but the run
+    answered success'."""
+    blueprint = FIXTURES / "engine" / "confirm.yaml"
+    record = tmp_path / "record"
+    live = tmp_path / "live"
+    auto = [] if recorded_one_at_a_time else ["--auto-confirm"]
+    first = cli("run", blueprint, "--record", record, "--notebook", live / "nb.ipynb", *auto)
+    if recorded_one_at_a_time:
+        assert first.returncode == 3, first.stdout + first.stderr
+        assert _answer_one_at_a_time(live / "state.sqlite")[-1] == 0
+    else:
+        assert first.returncode == 0, first.stdout + first.stderr
+    for mode in ("one-at-a-time", "auto-confirm"):
+        folder = tmp_path / mode
+        flags = ["--auto-confirm"] if mode == "auto-confirm" else []
+        replay = cli(
+            "run", record, "--planner", "replay", "--notebook", folder / "nb.ipynb", *flags
+        )
+        if mode == "one-at-a-time":
+            assert replay.returncode == 3, replay.stdout + replay.stderr
+            codes = _answer_one_at_a_time(folder / "state.sqlite")
+            assert codes[-1] == 0, codes
+        else:
+            assert replay.returncode == 0, replay.stdout + replay.stderr
+        status = cli("status", "--state-db", folder / "state.sqlite")
+        assert "run: completed" in status.stdout, status.stdout
+        assert _sources(folder / "nb.ipynb")[1:] == _sources(live / "nb.ipynb")[1:]
