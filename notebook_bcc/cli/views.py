@@ -77,10 +77,38 @@ def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[
             f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
             f"{usage.latency_ms / 1000:.1f} s waiting"
         )
+    unverified = unverified_steps(snapshot)
+    if unverified:
+        lines.append(
+            f"unverified: {len(unverified)} step(s) completed without the planner's check "
+            f"(it could not be asked; the fallback went on): {', '.join(unverified)}; "
+            "`notebook-bcc trace --exchanges` says why"
+        )
     for pending in snapshot.run.pending:
         lines += decision_lines(snapshot, pending)
     lines.append(f"notebook: {snapshot.notebook_path}")
     return lines
+
+
+def unverified_steps(snapshot: WorkflowSnapshot) -> list[str]:
+    """``stage/step`` of every step the D17 fallback completed unverified, in run order."""
+    progress = snapshot.location.progress
+    found: list[str] = []
+    stages = [*progress.stages.completed]
+    if progress.stages.current is not None:
+        stages.append(progress.stages.current)
+    for stage in stages:
+        for result in stage.extra.get("step_results", []) or []:
+            if isinstance(result, dict) and result.get("completion_status") == "unverified":
+                found.append(f"{stage.id}/{result.get('id')}")
+    current = progress.stages.current
+    if current is not None and not current.extra.get("step_results"):
+        found += [
+            f"{current.id}/{step.id}"
+            for step in progress.steps.completed
+            if step.completion_status == "unverified"
+        ]
+    return list(dict.fromkeys(found))
 
 
 class JsonView:

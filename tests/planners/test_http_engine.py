@@ -207,6 +207,12 @@ def test_fallback_completes_the_step_unverified_and_the_run_goes_on(tmp_path: Pa
     steps = stage_reflection.body["observation"]["location"]["progress"]["steps"]
     assert steps["current"]["step_id"] == "load"
     assert steps["current"]["completion_status"] == "unverified", "D17 fallback"
+    # the summary and `status` say so, not only `status --json` and the exchange log
+    from notebook_bcc.cli.views import summary_lines
+
+    (said,) = [line for line in summary_lines(result.snapshot, None) if "unverified" in line]
+    assert said.startswith("unverified: 1 step(s) completed without the planner's check")
+    assert said.endswith(": explore/load; `notebook-bcc trace --exchanges` says why")
 
 
 @pytest.mark.parametrize("case", ["lower"])
