@@ -349,8 +349,26 @@ def _trace(args: argparse.Namespace) -> int:
     print(f"trace ({len(trace)} rows):")
     for record in trace:
         # one line per row, times as the history's (ISO, UTC); --json keeps the raw values
-        extra = " " + " ⏎ ".join(str(record.result).splitlines()) if record.result else ""
+        extra = _readable_detail(record)
         when = datetime.fromtimestamp(record.timestamp, tz=timezone.utc)
         stamp = when.isoformat(timespec="microseconds").replace("+00:00", "Z")
         print(f"  {stamp}  {record.actor:>12}  {record.action}{extra}")
     return 0
+
+
+def _readable_detail(record: Any) -> str:
+    """What a trace row says, on its line: its result, a warning's message, a setting's old
+    and new values (the readable trace printed a bare 'engine warning')."""
+    parts = [str(record.result)] if record.result else []
+    metadata = record.metadata or {}
+    if record.action == "warning" and metadata.get("message"):
+        parts.append(str(metadata["message"]))
+    elif record.action == "planner_settings":
+        parts += [
+            f"{key}: {pair[0]!r} -> {pair[1]!r}"
+            for key, pair in metadata.items()
+            if isinstance(pair, list) and len(pair) == 2
+        ]
+    text = "; ".join(parts)
+    return " " + " ⏎ ".join(text.splitlines()) if text else ""
+

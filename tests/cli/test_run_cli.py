@@ -291,3 +291,32 @@ def test_trace_prints_one_line_per_row_with_iso_times(tmp_path: Path) -> None:
     assert len(rows) == count, "a row's multi-line result stays on its line"
     stamp = re.compile(r"^  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z  ")
     assert all(stamp.match(row) for row in rows), [r for r in rows if not stamp.match(r)][:3]
+
+
+def test_the_readable_trace_says_what_a_warning_and_a_settings_change_were(
+    tmp_path: Path,
+) -> None:
+    assert cli(*run_args(tmp_path, "escalation")).returncode == 1
+    done = cli("trace", "--state-db", tmp_path / "state.sqlite")
+    (warning,) = [line for line in done.stdout.splitlines() if "  engine  warning" in line]
+    assert warning.endswith(
+        "warning behavior iterations exhausted (2 of 2): the step completes as failed and "
+        "the stage reflection decides (D15)"
+    ), warning
+
+
+def test_a_settings_change_shows_its_old_and_new_values() -> None:
+    from notebook_bcc.cli.resume_cmd import _readable_detail
+    from notebook_bcc.models.records import TraceRecord
+
+    record = TraceRecord(
+        actor="human",
+        action="planner_settings",
+        timestamp=0.0,
+        result="changed by resume",
+        metadata={"url": ["http://127.0.0.1:9", "http://127.0.0.1:8765"], "max_retries": [3, 0]},
+    )
+    assert _readable_detail(record) == (
+        " changed by resume; url: 'http://127.0.0.1:9' -> 'http://127.0.0.1:8765'; "
+        "max_retries: 3 -> 0"
+    )
