@@ -371,4 +371,3 @@ def _readable_detail(record: Any) -> str:
         ]
     text = "; ".join(parts)
     return " " + " ⏎ ".join(text.splitlines()) if text else ""
-

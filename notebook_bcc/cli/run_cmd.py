@@ -223,7 +223,9 @@ def planner_notices(view: Any) -> Any:
         def emit(self, record: logging.LogRecord) -> None:
             if record.levelno >= logging.WARNING or getattr(record, "planner_retry", False):
                 try:
-                    view.notice(f"planner: {record.getMessage()}")
+                    text = record.getMessage()
+                    # the planners' own messages may already start with the word
+                    view.notice(text if text.startswith("planner ") else f"planner: {text}")
                 except Exception:
                     self.handleError(record)
 

@@ -12,6 +12,7 @@ builds its parser: ``notebook-bcc --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +309,14 @@ def _remote_run(
     if args.planner_retries is not None and args.planner_retries < 0:
         return bad("--planner-retries must be 0 or more")
     planner = REGISTRY.build(kind, settings)
+    for attribute in ("planner_token_env", "llm_api_key_env"):
+        variable = getattr(args, attribute, None)
+        if variable and variable not in os.environ:
+            # found out before a kernel starts, not at the first planner call
+            return bad(
+                f"{_flag(attribute)} {variable}: that environment variable is not set "
+                "(export it, then run again)"
+            )
     return planner, name, args.problem, [p.resolve() for p in args.file]
 
 

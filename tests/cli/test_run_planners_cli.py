@@ -170,6 +170,19 @@ def test_blueprint_recorded_and_replayed(tmp_path: Path) -> None:
             "it is malformed (Port out of range 0-65535)",
         ),
         (["--planner", "http", "--planner-url", "http://:80/x", "--problem", "p"], "names no host"),
+        (
+            [
+                "--planner",
+                "http",
+                "--planner-url",
+                "http://127.0.0.1:9",
+                "--problem",
+                "p",
+                "--planner-token-env",
+                "NOTEBOOK_BCC_TEST_NEVER_SET",
+            ],
+            "--planner-token-env NOTEBOOK_BCC_TEST_NEVER_SET: that environment variable is not",
+        ),
         (["--planner", "replay"], "TARGET (a directory written by --record) is required"),
         ([], "TARGET (a blueprint) is required"),
         (
