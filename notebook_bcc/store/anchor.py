@@ -56,7 +56,15 @@ CONTRACT_COLUMNS = (
     "body",
     "updated_at",
 )
-CELL_COLUMNS = ("workflow_id", "cell_id", "position", "contract_id", "cell", "updated_at")
+CELL_COLUMNS = (
+    "workflow_id",
+    "cell_id",
+    "position",
+    "contract_id",
+    "cell",
+    "updated_at",
+    "sources",
+)
 
 LOGGED_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "contracts": ("contract_log", CONTRACT_COLUMNS, ("execution_id",)),
@@ -209,8 +217,22 @@ def backfill(db: sqlite3.Connection) -> None:
             "INSERT INTO chain_heads (chain, rows, last_seq, head_hash) VALUES (?, ?, ?, ?)",
             (table, int(count), int(last or 0), str(digest)),
         )
+    relog(db, *LOGGED_TABLES)
+
+
+def relog(db: sqlite3.Connection, *tables: str) -> None:
+    """Log the current state of every row of ``tables`` (in the order they were written).
+
+    The anchoring migration logs what is there; a later one that widens a table's digest
+    (schema 6: ``cells.sources``) logs every row again, so each key's last entry is the new
+    digest. Columns a table does not have yet (an older schema mid-migration) are left out:
+    a later step logs them again.
+    """
     chains = ChainWriter(db)
-    for table, (_, columns, key_columns) in LOGGED_TABLES.items():
+    for table in tables:
+        _, wanted, key_columns = LOGGED_TABLES[table]
+        present = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+        columns = [c for c in wanted if c in present]
         rows = db.execute(
             f"SELECT {', '.join(columns)}, {', '.join(key_columns)}, workflow_id FROM {table}"
             " ORDER BY rowid"

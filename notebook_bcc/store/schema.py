@@ -155,6 +155,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE cells ADD COLUMN sources TEXT NOT NULL DEFAULT '';
     """,
+    # 6: ``cells.sources`` joins a cell's logged digest (store/anchor.py CELL_COLUMNS), so an
+    # edit of it is tampering that `trace --verify` sees; every cell is logged again by the
+    # store's Python step for this version (anchor.relog), nothing changes in the tables.
+    """
+    SELECT 1;
+    """,
 )
 """Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
 

@@ -44,6 +44,9 @@ GENESIS = anchor.GENESIS
 ANCHOR_SCHEMA = 3
 """The schema version that added chain heads and change logs (older files are backfilled)."""
 
+SOURCES_LOGGED_SCHEMA = 6
+"""The schema version whose cell digests cover ``cells.sources`` (every cell logged again)."""
+
 INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
 
 _SOURCES_CHARS = SOURCES_KEPT * (DIGEST_CHARS + 1) - 1
@@ -225,6 +228,8 @@ class SqliteStore(StoreReads):
                         self._db.execute(statement)
                 if version + 1 == ANCHOR_SCHEMA:
                     anchor.backfill(self._db)
+                if version + 1 == SOURCES_LOGGED_SCHEMA:
+                    anchor.relog(self._db, "cells")
                 self._db.execute(f"PRAGMA user_version = {version + 1}")
                 self._db.execute("COMMIT")
             except BaseException:

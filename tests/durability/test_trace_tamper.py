@@ -260,6 +260,16 @@ def test_an_old_database_is_migrated_and_anchored(state_db: Path, capsys: Capsys
     _refused(state_db, capsys, "events: the chain holds")
 
 
+def test_an_old_database_catches_cell_source_digest_edits_after_migration(
+    state_db: Path, capsys: Capsys
+) -> None:
+    # migrated from schema 2: logged at 3 without the column, which 5 adds and 6 logs
+    _downgrade(state_db)
+    assert trace(state_db, capsys, "--verify")[0] == 0
+    _sql(state_db, "UPDATE cells SET sources = 'deadbeefdeadbeef' WHERE rowid = 2")
+    _refused(state_db, capsys, "cells row workflow_id=")
+
+
 def test_an_old_database_catches_contract_edits_after_migration(
     state_db: Path, capsys: Capsys
 ) -> None:
