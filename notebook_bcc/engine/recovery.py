@@ -15,6 +15,7 @@ Before the loop continues, :meth:`Recovery.prepare`:
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -320,6 +321,7 @@ class Recovery:
                     first_failure = (row.cell_id, why)
             records += last
             contracts.append(done)
+        await self._continue_counting()
         snap = engine.snapshot
         snap = snap.model_copy(update={"effects": add_current(snap.effects, effects)})
         if not snap.run.pending and snap.run.status == "waiting":
@@ -346,6 +348,33 @@ class Recovery:
         if lost:
             await lost_state.ask(engine, lost)
         return first_failure
+
+    async def _continue_counting(self) -> None:
+        """Number the next cell after the run's highest execution count (IPython kernels).
+
+        The rebuilt kernel replayed the earlier cells silently, which counts nothing: without
+        this, a run answered one decision at a time read ``[8]`` then ``[1]`` where the same
+        run auto-confirmed reads ``[8]`` then ``[9]``.
+        """
+        document = self.engine.runtime.document
+        highest = max(
+            (
+                int(cell.get("execution_count") or 0)
+                for cell in document.cells
+                if cell.get("cell_type") == "code" and document.is_ours(str(cell.get("id")))
+            ),
+            default=0,
+        )
+        if highest <= 0:
+            return
+        code = (
+            "try:\n"
+            f"    get_ipython().execution_count = {highest + 1}\n"
+            "except NameError:\n"
+            "    pass\n"
+        )
+        with contextlib.suppress(NotebookBccError):  # a count is not worth failing a resume
+            await self.engine.runtime.session.silent(code, timeout=10.0)
 
     async def retry_behavior(self) -> None:
         """D1: resume in ``error`` retries the failed behavior (START_BEHAVIOR), next iteration."""

@@ -320,3 +320,25 @@ def test_a_settings_change_shows_its_old_and_new_values() -> None:
         " changed by resume; url: 'http://127.0.0.1:9' -> 'http://127.0.0.1:8765'; "
         "max_retries: 3 -> 0"
     )
+
+
+def test_one_decision_at_a_time_numbers_cells_as_auto_confirm_does(tmp_path: Path) -> None:
+    """Each resume replays the earlier cells silently into a new kernel, which counted
+    nothing: the notebook read [2] [1] [1] where the auto-confirmed run read [2] [3] [4]."""
+
+    def counts(notebook: Path) -> list[int | None]:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        return [c.get("execution_count") for c in cells if c["cell_type"] == "code"]
+
+    auto = tmp_path / "auto"
+    assert cli(*run_args(auto, "confirm", "--auto-confirm")).returncode == 0
+    stepped = tmp_path / "stepped"
+    assert cli(*run_args(stepped, "confirm")).returncode == 3
+    for _ in range(5):
+        answered = cli("resume", "--state-db", stepped / "state.sqlite", "--approve")
+        if answered.returncode != 3:
+            break
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    numbered = counts(stepped / "nb.ipynb")
+    assert numbered == counts(auto / "nb.ipynb")
+    assert numbered == list(range(1, len(numbered) + 1)), numbered
