@@ -24,6 +24,7 @@ its merged text already merged. ``exec`` is the exception: each ``exec`` runs it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -381,6 +382,11 @@ class ActionRunner:
                 bcc.update(status="dead_kernel", message=raw.message)
             self._emit(cell, "updated")
             return ActionOutcome(action.type, cell_id=cell_id, change="updated", execution=result)
+        except asyncio.CancelledError:
+            # stopped at once (a second Ctrl-C): what the cell printed so far still reaches the
+            # notebook with the writer's last write; the store settles the cell on resume
+            self._emit(cell, "updated")
+            raise
         finally:
             self.executing = None
         result = exec_result(

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from notebook_bcc.cli import main
 from notebook_bcc.models.contract import ExecutionStatus
 from notebook_bcc.models.names import State
-from tests.conftest import StdoutWatch
+from tests.conftest import FIXTURES, StdoutWatch
 from tests.durability.conftest import Durable, stop
 
 
@@ -149,3 +152,49 @@ def test_status_after_kill_9_says_nothing_drives_the_run_and_resume_continues(
     capsys.readouterr()
     assert main(["status", "--state-db", str(durable.state_db)]) == 0
     assert "nothing drives" not in capsys.readouterr().out
+
+
+def test_a_run_stopped_at_once_keeps_what_the_cell_printed_in_its_notebook(
+    tmp_path: Path,
+) -> None:
+    """The notebook kept only 'tick 0' of a cell that had printed five lines when the second
+    Ctrl-C stopped the run: the cell's outputs are written at its end, which never came."""
+    notebook = tmp_path / "ticks.ipynb"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "notebook_bcc",
+            "run",
+            str(FIXTURES / "durability" / "ticks.yaml"),
+            "--notebook",
+            str(notebook),
+            "--log-output",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out = StdoutWatch(process, "tick 3")
+        assert out.seen.wait(120), "the cell never printed"
+        process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while not any("interrupt: finishing the running cell" in line for line in out.lines):
+            assert time.monotonic() < deadline, "the first SIGINT was never acknowledged"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        out.thread.join(timeout=10)
+    finally:
+        stop(process)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert process.returncode == 130
+    printed = [line.strip() for line in out.lines if line.startswith("tick ")]
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    (ticker,) = [c for c in cells if "for i in range(120)" in "".join(c["source"])]
+    kept = "".join("".join(o.get("text", "")) for o in ticker["outputs"]).splitlines()
+    assert kept[: len(printed)] == printed, (kept, printed)
+    assert len(printed) >= 4
