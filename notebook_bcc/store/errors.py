@@ -87,3 +87,17 @@ class CorruptSnapshotError(StoreUnavailableError):
             f"`notebook-bcc trace --verify --state-db {path}` checks it",
             details={"path": path, "workflow_id": workflow_id, "where": where, "what": what},
         )
+
+
+class CorruptRowError(StoreUnavailableError):
+    """A stored row that no longer reads as what the store wrote (a history, trace or event
+    row edited behind its back): named by table and ``seq``, nothing written on top of it."""
+
+    code = "corrupt_state"
+
+    def __init__(self, table: str, seq: object, what: str) -> None:
+        super().__init__(
+            f"{table} row seq={seq} cannot be read ({what}): the state database was edited or "
+            "damaged after it was written; `notebook-bcc trace --verify` checks the record",
+            details={"table": table, "seq": seq, "what": what},
+        )

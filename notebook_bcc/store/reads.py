@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from notebook_bcc.models.cell_sources import kept_digests
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
-from notebook_bcc.store.errors import UnknownWorkflowError
+from notebook_bcc.store.errors import CorruptRowError, UnknownWorkflowError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,23 @@ class CellRow:
     """Digests of the latest sources the workflow gave the cell (models/cell_sources.py)."""
 
 
+def _read(table: str, rows: Iterable[Any], build: Callable[[Any], T]) -> list[T]:
+    """``build`` over rows whose first column is ``seq``; a row that does not read as what the
+    store wrote is :class:`CorruptRowError` naming it, not a validation traceback."""
+    built: list[T] = []
+    for row in rows:
+        try:
+            built.append(build(row))
+        except (ValidationError, ValueError, TypeError) as exc:
+            what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, ValidationError) and exc.errors():
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first.get("loc", ()))
+                what = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+            raise CorruptRowError(table, row[0], what) from None
+    return built
+
+
 class StoreReads:
     """History, trace, events, contracts and cells of a workflow, read from ``_db``."""
 
@@ -35,38 +56,40 @@ class StoreReads:
     def history(self, workflow_id: str) -> list[HistoryEntry]:
         """The full FSM history of a workflow, in order."""
         rows = self._db.execute(
-            "SELECT from_state, event, to_state, timestamp, actor FROM history"
+            "SELECT seq, from_state, event, to_state, timestamp, actor FROM history"
             " WHERE workflow_id = ? ORDER BY seq",
             (workflow_id,),
         )
-        return [
-            HistoryEntry.model_validate(
-                {"from": r[0], "event": r[1], "to": r[2], "timestamp": r[3], "actor": r[4]}
-            )
-            for r in rows
-        ]
+        return _read(
+            "history",
+            rows,
+            lambda r: HistoryEntry.model_validate(
+                {"from": r[1], "event": r[2], "to": r[3], "timestamp": r[4], "actor": r[5]}
+            ),
+        )
 
     def trace(self, workflow_id: str) -> list[TraceRecord]:
         """The full execution trace of a workflow, in order."""
         rows = self._db.execute(
-            "SELECT actor, action, timestamp, result, metadata FROM trace"
+            "SELECT seq, actor, action, timestamp, result, metadata FROM trace"
             " WHERE workflow_id = ? ORDER BY seq",
             (workflow_id,),
         )
-        return [
-            TraceRecord(
-                actor=r[0], action=r[1], timestamp=r[2], result=r[3], metadata=json.loads(r[4])
-            )
-            for r in rows
-        ]
+        return _read(
+            "trace",
+            rows,
+            lambda r: TraceRecord(
+                actor=r[1], action=r[2], timestamp=r[3], result=r[4], metadata=json.loads(r[5])
+            ),
+        )
 
     def events(self, workflow_id: str, *, after_seq: int = 0) -> list[WorkflowEvent]:
         """Published events of a workflow with ``seq > after_seq``, in order."""
         rows = self._db.execute(
-            "SELECT body FROM events WHERE workflow_id = ? AND seq > ? ORDER BY seq",
+            "SELECT seq, body FROM events WHERE workflow_id = ? AND seq > ? ORDER BY seq",
             (workflow_id, after_seq),
         )
-        return [WorkflowEvent.model_validate_json(r[0]) for r in rows]
+        return _read("events", rows, lambda r: WorkflowEvent.model_validate_json(r[1]))
 
     def recent_events(
         self, workflow_id: str, *, after_seq: int = 0, limit: int

@@ -372,3 +372,21 @@ def test_status_on_a_store_missing_a_table_is_exit_1_not_a_traceback(
     assert "no such table: contracts" in err
     assert "it was altered or damaged after it was written" in err
     assert f"trace --verify --state-db {state_db}" in err
+
+
+@pytest.mark.parametrize(
+    ("statement", "fragment"),
+    [
+        ("UPDATE trace SET timestamp = 'abc' WHERE seq = 3", "trace row seq=3 cannot be read"),
+        ("UPDATE history SET event = 'TELEPORT' WHERE seq = 2", "history row seq=2 cannot be"),
+    ],
+)
+def test_reading_an_edited_row_is_exit_1_naming_it_not_a_traceback(
+    state_db: Path, capsys: Capsys, statement: str, fragment: str
+) -> None:
+    _sql(state_db, statement)
+    code, _, err = trace(state_db, capsys)
+    assert code == 1, err
+    assert fragment in err
+    assert "edited or damaged after it was written" in err
+    assert "Traceback" not in err
