@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import signal
 import sys
 import threading
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from notebook_bcc.planners.llm.agents import AGENT_IDS, AGENT_LINE_PREFIX, agent_of_line
+from notebook_bcc.testing.serving import add_loopback_arguments, wait_until_stopped
 
 REPLY_FILE = re.compile(r"^(\d+)-([a-z][a-z-]*)\.txt$")
 """Reply file names: ``NNN-<agent-id>.txt``."""
@@ -479,10 +479,6 @@ def _sse(doc: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m notebook_bcc.testing.scripted_llm DIR``: serve a folder of replies."""
     parser = argparse.ArgumentParser(
@@ -491,8 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "OpenAI-compatible chat API on loopback.",
     )
     parser.add_argument("folder", type=Path, help="folder of NNN-<agent-id>.txt reply files")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (0: any free port)")
+    add_loopback_arguments(parser)
     parser.add_argument("--no-usage", action="store_true", help="report no token usage")
     parser.add_argument(
         "--exit-when-done", action="store_true", help="stop once every reply was served"
@@ -511,16 +506,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"scripted LLM: {len(replies)} replies from {args.folder}; base URL {server.base_url}",
         flush=True,
     )
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        if args.exit_when_done:
-            server.done.wait()
-            time.sleep(0.2)  # the client reads the last answer before the socket closes
-        else:
-            while True:
-                time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
+        wait_until_stopped(server.done if args.exit_when_done else None)
     finally:
         server.stop()
     left = server.remaining

@@ -24,15 +24,10 @@ import tornado.netutil
 import tornado.web
 from tornado.iostream import StreamClosedError
 
+from notebook_bcc.testing.scripted_dslc import CONTENT_TYPES, payload_file, request_names
 from tests.conftest import FIXTURES
 
 DSLC = FIXTURES / "dslc"
-
-CONTENT_TYPES = {
-    ".xml": "application/xml",
-    ".json": "application/json",
-    ".ndjson": "application/x-ndjson",
-}
 
 
 @dataclass
@@ -289,12 +284,8 @@ class DslcResponder:
         self.folder = folder
 
     def __call__(self, received: Received) -> Scripted:
-        endpoint = received.path.strip("/")
-        state = received.state or "NONE"
-        names = [f"{endpoint}.{state}.{received.stage}", f"{endpoint}.{state}"]
-        for name in names:
-            for suffix in CONTENT_TYPES:
-                path = self.folder / f"{name}{suffix}"
-                if path.exists():
-                    return Scripted.file(path)
+        names = request_names(received.path.strip("/"), received.body)
+        path = payload_file(self.folder, names)
+        if path is not None:
+            return Scripted.file(path)
         return Scripted.text(f"no script for {names[0]}", "text/plain", status=404)
