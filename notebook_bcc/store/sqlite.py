@@ -232,6 +232,15 @@ class SqliteStore(StoreReads):
                     anchor.relog(self._db, "cells")
                 self._db.execute(f"PRAGMA user_version = {version + 1}")
                 self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._db.execute("ROLLBACK")
+                raise StoreUnavailableError(
+                    f"state database {self.path}: upgrading its schema from version {version} "
+                    f"to {version + 1} failed ({exc}): its tables are not what version {version} "
+                    "had, so its schema version (PRAGMA user_version) was altered or the file "
+                    "was damaged; nothing was changed",
+                    details={"path": str(self.path), "version": version, "cause": str(exc)},
+                ) from exc
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise

@@ -390,3 +390,16 @@ def test_reading_an_edited_row_is_exit_1_naming_it_not_a_traceback(
     assert fragment in err
     assert "edited or damaged after it was written" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_a_lowered_schema_version_says_so_not_only_what_sqlite_said(
+    state_db: Path, capsys: Capsys, version: int
+) -> None:
+    _sql(state_db, f"PRAGMA user_version = {version}")
+    code, _, err = trace(state_db, capsys, "--verify")
+    assert code == 1, err
+    assert f"upgrading its schema from version {version} to {version + 1} failed" in err
+    assert "its schema version (PRAGMA user_version) was altered" in err
+    with contextlib.closing(sqlite3.connect(state_db)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == version, "nothing changed"
