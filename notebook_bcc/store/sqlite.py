@@ -25,7 +25,7 @@ from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import anchor, crash, exchanges, file_ids, parts
+from notebook_bcc.store import anchor, crash, exchanges, file_ids, opening, parts
 from notebook_bcc.store.errors import (
     CorruptSnapshotError,
     IdempotencyViolationError,
@@ -36,22 +36,15 @@ from notebook_bcc.store.errors import (
     VersionConflictError,
 )
 from notebook_bcc.store.reads import CellRow, StoreReads
-from notebook_bcc.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 GENESIS = anchor.GENESIS
 """``prev_hash`` of the first row of every chained table."""
 
-ANCHOR_SCHEMA = 3
-"""The schema version that added chain heads and change logs (older files are backfilled)."""
-
-SOURCES_LOGGED_SCHEMA = 6
-"""The schema version whose cell digests cover ``cells.sources`` (every cell logged again)."""
-
 INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
+"""Run statuses after which a notebook may host a new workflow."""
 
 _SOURCES_CHARS = SOURCES_KEPT * (DIGEST_CHARS + 1) - 1
 """The length of a full ``cells.sources`` column: the last SOURCES_KEPT digests, comma separated."""
-"""Run statuses after which a notebook may host a new workflow."""
 
 T = TypeVar("T")
 
@@ -158,10 +151,10 @@ class SqliteStore(StoreReads):
             self._db = sqlite3.connect(
                 str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=True
             )
-            self._check_ours(existing=existing)
+            opening.check_ours(self._db, self.path, existing=existing)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
+            opening.migrate(self._db, self.path)
             exchanges.ensure_table(self._db)
             file_ids.ensure_table(self._db)
         except sqlite3.DatabaseError as exc:
@@ -176,74 +169,6 @@ class SqliteStore(StoreReads):
     def close(self) -> None:
         """Close the connection (idempotent)."""
         self._db.close()
-
-    def _check_ours(self, *, existing: bool) -> None:
-        """Refuse a database notebook-bcc did not make, before anything is written to it."""
-        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != 0:
-            return
-        tables = [
-            str(row[0])
-            for row in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'"
-                " AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        ]
-        if tables:
-            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
-            ours = {"workflows", "chain_heads"} <= set(tables)
-            why = (
-                "its tables are notebook-bcc's but its schema version (PRAGMA user_version) "
-                "was set to 0 after it was written"
-                if ours
-                else f"it holds tables of its own ({shown}) and no notebook-bcc schema version"
-            )
-            self._db.close()
-            raise NotAStateDatabaseError(
-                f"{self.path} is not a state database: {why}; it was left as it is",
-                details={"path": str(self.path), "tables": tables[:20]},
-            )
-        if existing:
-            self._db.close()
-            raise NotAStateDatabaseError(
-                f"{self.path} is not a state database: it is empty (no notebook-bcc schema; "
-                "was it emptied or replaced?); it was left as it is",
-                details={"path": str(self.path)},
-            )
-
-    def _migrate(self) -> None:
-        current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        if current > SCHEMA_VERSION:
-            raise StoreUnavailableError(
-                f"{self.path} has schema version {current}; this notebook-bcc knows up to "
-                f"{SCHEMA_VERSION}: upgrade notebook-bcc"
-            )
-        for version in range(current, SCHEMA_VERSION):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != version:
-                    self._db.execute("ROLLBACK")
-                    continue
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                if version + 1 == ANCHOR_SCHEMA:
-                    anchor.backfill(self._db)
-                if version + 1 == SOURCES_LOGGED_SCHEMA:
-                    anchor.relog(self._db, "cells")
-                self._db.execute(f"PRAGMA user_version = {version + 1}")
-                self._db.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreUnavailableError(
-                    f"state database {self.path}: upgrading its schema from version {version} "
-                    f"to {version + 1} failed ({exc}): its tables are not what version {version} "
-                    "had, so its schema version (PRAGMA user_version) was altered or the file "
-                    "was damaged; nothing was changed",
-                    details={"path": str(self.path), "version": version, "cause": str(exc)},
-                ) from exc
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
 
     @property
     def connection(self) -> sqlite3.Connection:
