@@ -114,6 +114,28 @@ def wait_model(page: Page, condition: str, timeout: float = PROGRESS_MS) -> None
     )
 
 
+# A wait_for_function predicate: dismisses the file browser's "Directory not found" dialogs
+# (its listing racing a move, see the rename test) and brings the open document at path ``p``
+# to the front. A modal dialog keeps the focus, so a document opened while one is up is added
+# to the shell without becoming its current widget (the panel follows the current widget).
+SHOW_DOCUMENT = """p => {
+  for (const d of document.querySelectorAll('.jp-Dialog')) {
+    if (d.innerText.startsWith('Directory not found')) {
+      d.querySelector('.jp-Dialog-button')?.click();
+    }
+  }
+  const shell = window.jupyterapp.shell;
+  if (shell.currentWidget?.context?.path === p) {
+    return true;
+  }
+  const widget = Array.from(shell.widgets('main')).find(w => w.context?.path === p);
+  if (widget) {
+    shell.activateById(widget.id);
+  }
+  return false;
+}"""
+
+
 def save(page: Page) -> None:
     """Ctrl-S in the notebook, then wait until the tab is clean."""
     notebook_panel(page).locator(".jp-Notebook").first.focus()
@@ -333,9 +355,7 @@ def test_rename_and_move_mid_run_are_followed_and_the_old_name_inherits_nothing(
         ".then(() => window.jupyterapp.commands.execute('docmanager:open', {path: p}))",
         first_name,
     )
-    page.wait_for_function(
-        "p => window.jupyterapp.shell.currentWidget?.context?.path === p", arg=first_name
-    )
+    page.wait_for_function(SHOW_DOCUMENT, arg=first_name, timeout=UI_MS)
     expect(tid(panel, "bcc-empty")).to_be_visible(timeout=UI_MS)
     assert lab.workflows(first_name) == []
     assert lab.workflows(renamed) == []
