@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from contextlib import suppress
 
+from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot
 from notebook_bcc.planners.registry import REGISTRY
@@ -24,6 +26,7 @@ from notebook_bcc.server.restore import (
 )
 from notebook_bcc.server.service_core import ServiceCore
 from notebook_bcc.store.async_store import AsyncStore
+from notebook_bcc.store.errors import ChainBrokenError, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +51,43 @@ class RecoveryRoom(ServiceCore):
         """
         ids = await store.call(lambda s: s.workflow_ids(active=True))
         self.recovered = list(ids)
+        if not ids:
+            return
+        checked = asyncio.ensure_future(self._altered(store))
         for workflow_id in ids:
             if workflow_id in self._live or workflow_id in self._recovering:
                 continue
             self._recovering[workflow_id] = asyncio.ensure_future(
-                self._recover_one(store, workflow_id)
+                self._recover_one(store, workflow_id, checked)
             )
 
-    async def _recover_one(self, store: AsyncStore, workflow_id: str) -> None:
+    async def _altered(self, store: AsyncStore) -> str | None:
+        """What makes the store untrustworthy, or None: recovery replays cells from it and may
+        run an irreversible action's stored code, so a row edited behind its back must stop
+        recovery before anything runs or is saved again (a re-save would log the forged row as
+        valid), as ``notebook-bcc resume`` refuses. The whole file is verified once, in the
+        store's thread, while the server already serves."""
+        try:
+            await store.call(lambda s: s.verification())
+        except (ChainBrokenError, StoreUnavailableError, sqlite3.DatabaseError) as exc:
+            message = exc.message if isinstance(exc, NotebookBccError) else str(exc)
+            return (
+                f"the state database {self.settings.store_path} was altered after it was "
+                f"written, so this server will not act on its workflows: {message} "
+                f"(`notebook-bcc trace --verify --state-db {self.settings.store_path}` checks it)"
+            )
+        return None
+
+    async def _recover_one(
+        self, store: AsyncStore, workflow_id: str, checked: asyncio.Future[str | None]
+    ) -> None:
         """Attach, prepare and (per the restart policy) restart one workflow; never raises."""
         try:
+            altered = await asyncio.shield(checked)
+            if altered is not None:
+                self.refused[workflow_id] = altered
+                log.error("notebook-bcc: workflow %s not recovered: %s", workflow_id, altered)
+                return
             before = await store.load(workflow_id)
             if is_finished(before):
                 return

@@ -114,6 +114,16 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
         if live is not None:
             return live
         snapshot = await self.snapshot(workflow_id)
+        refused = self.refused.get(workflow_id)
+        if refused is not None:
+            raise WorkflowNotLiveError(
+                f"workflow {workflow_id} was not recovered: {refused}",
+                details={
+                    "workflow_id": workflow_id,
+                    "run_status": snapshot.run.status,
+                    "reason": "altered",
+                },
+            )
         raise WorkflowNotLiveError(
             f"workflow {workflow_id} is not running in this server (run status "
             f"{snapshot.run.status}); an earlier server or the CLI left it",

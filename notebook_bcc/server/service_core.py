@@ -74,6 +74,9 @@ class ServiceCore:
         """Debounced notebook saves of every workflow here take turns (:mod:`.save_pacing`)."""
         self.recovered: list[str] = []
         """Active workflows found in the store at start-up (left by an earlier server)."""
+        self.refused: dict[str, str] = {}
+        """Workflows found active at start-up and not recovered, with why: the store was
+        altered behind its back (:meth:`~.recover.RecoveryRoom._altered`)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 

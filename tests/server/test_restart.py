@@ -8,11 +8,13 @@ gateway test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from notebook_bcc.store.errors import ChainBrokenError
 from notebook_bcc.store.sqlite import SqliteStore
 from tests.conftest import collaboration_off, requires
 from tests.server.conftest import SERVER_FIXTURES, read_notebook
@@ -325,3 +330,56 @@ def test_restart_wait_policy_leaves_runs_waiting_and_never_reruns_an_action_in_d
     finally:
         assert second.stop() is not None
     assert (root / "doubt" / "sent.log").read_text() == "sent\n", "D7: run once, never again"
+
+
+def test_a_restarted_server_does_not_recover_a_workflow_from_an_altered_store(
+    tmp_path: Path,
+) -> None:
+    """Recovery replays the stored cells into a new kernel: a cell source edited in the state
+    database while no server ran would run as if it were what the workflow ran. The next server
+    verifies the store first and recovers nothing from it (as ``notebook-bcc resume`` refuses):
+    the forged code never runs, a command names why, and the evidence stays."""
+    root = _root(tmp_path)
+    store = tmp_path / "store.sqlite"
+    config = [f"--NotebookBccApp.store_path={store}", "--NotebookBccApp.auto_confirm=True"]
+    first = JupyterServer(root, tmp_path, *config, name="first")
+    try:
+        first.wait_ready()
+        workflow_id = first.start("work/chain.ipynb", "blueprints/restart_slow.yaml")["workflow_id"]
+        first.wait(workflow_id, lambda s: s["notebook"]["execution_count"] >= 1)
+    finally:
+        assert first.stop() is not None
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        cell_id, text = conn.execute(
+            "SELECT cell_id, cell FROM cells WHERE cell LIKE '%base = 40%'"
+        ).fetchone()
+        cell = json.loads(text)
+        cell["source"] = 'open("FORGED", "w").write("x"); import time; base = 40'
+        conn.execute("UPDATE cells SET cell = ? WHERE cell_id = ?", (json.dumps(cell), cell_id))
+        conn.commit()
+    notebook = root / "work" / "chain.ipynb"
+    written = notebook.read_bytes()
+
+    second = JupyterServer(
+        root, tmp_path, *config, "--NotebookBccApp.restart_policy=resume", name="second"
+    )
+    try:
+        second.wait_ready()
+        code, body = second.command(workflow_id, action="run")
+        assert code == 409, body
+        assert body["details"]["reason"] == "altered", body
+        assert "was altered after it was written" in body["message"], body
+        assert "cells row" in body["message"], body
+        assert not second.row(workflow_id)["live"]
+    finally:
+        assert second.stop() is not None
+    assert not (root / "FORGED").exists(), "the forged cell ran"
+    assert not (root / "work" / "FORGED").exists(), "the forged cell ran"
+    assert notebook.read_bytes() == written, "nothing was written from the altered store"
+    assert "not recovered" in second.log_path.read_text(errors="replace")
+    checked = SqliteStore(store)
+    try:
+        with pytest.raises(ChainBrokenError):
+            checked.verification()
+    finally:
+        checked.close()
