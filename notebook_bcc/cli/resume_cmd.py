@@ -83,7 +83,7 @@ def _resume(args: argparse.Namespace) -> int:
     import asyncio
 
     from notebook_bcc.cli.next_steps import decision_lines, next_commands
-    from notebook_bcc.cli.notebook_place import moved_notebook
+    from notebook_bcc.cli.notebook_place import moved_notebook, renamed_notebook
     from notebook_bcc.cli.status_cmd import open_existing, pick_workflow
     from notebook_bcc.cli.views import choose_view
     from notebook_bcc.engine.engine import exit_code_for, owner_tag
@@ -109,6 +109,17 @@ def _resume(args: argparse.Namespace) -> int:
         workflow_id = pick_workflow(store, args.workflow)
         stored = store.load(workflow_id)
         owner = store.owner(workflow_id)
+        renamed = None if owner_alive(owner) else renamed_notebook(stored)
+        if renamed is not None and stored.notebook_path is not None:
+            # renamed in its folder since the run stopped: go on in it (as the server follows
+            # a rename), never write the old name again beside it
+            print(
+                f"notebook: {stored.notebook_path} was renamed to {renamed.name}; "
+                f"resume goes on in {renamed.name}",
+                file=sys.stderr,
+            )
+            store.move_notebook(stored.notebook_path, str(renamed))
+            stored = store.load(workflow_id)
     finally:
         store.close()
     pending = stored.run.pending

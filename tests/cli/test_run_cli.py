@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -261,21 +262,51 @@ def test_diagram_of_a_blueprint(tmp_path: Path) -> None:
     assert "class second current" in done.stdout
 
 
-def test_status_and_resume_say_where_a_renamed_notebook_went(tmp_path: Path) -> None:
+def test_resume_goes_on_in_a_notebook_renamed_while_the_run_waited(tmp_path: Path) -> None:
+    """A user renames the notebook in a terminal while the run waits on a decision: status
+    says where it went, resume goes on in the renamed file and never writes the old name."""
     assert cli(*run_args(tmp_path, "confirm")).returncode == 3
     db = tmp_path / "state.sqlite"
     notebook = tmp_path / "nb.ipynb"
+    renamed = tmp_path / "renamed.ipynb"
     assert "warning" not in cli("status", "--state-db", db).stdout
-    notebook.rename(tmp_path / "renamed.ipynb")
+    written = len(json.loads(notebook.read_text())["cells"])
+    notebook.rename(renamed)
     status = cli("status", "--state-db", db)
     assert status.returncode == 0
-    assert f"warning: the notebook is not at {notebook}: renamed.ipynb carries this" in (
-        status.stdout
-    )
+    assert (
+        f"warning: the notebook is not at {notebook}: renamed.ipynb carries this workflow "
+        "(renamed?); resume goes on in renamed.ipynb"
+    ) in status.stdout
     waiting = cli("resume", "--state-db", db)
     assert waiting.returncode == 3
-    assert "renamed.ipynb carries this workflow" in waiting.stderr
+    assert f"{notebook} was renamed to renamed.ipynb; resume goes on in renamed.ipynb" in (
+        waiting.stderr
+    )
+    assert "warning" not in cli("status", "--state-db", db).stdout
+    approved = cli("resume", "--state-db", db, "--approve")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert not notebook.exists(), "resume wrote the old name again"
+    cells = json.loads(renamed.read_text())["cells"]
+    assert len(cells) > written
+    assert json.loads(cli("status", "--state-db", db, "--json").stdout)["notebook_path"] == str(
+        renamed
+    )
+
+
+def test_status_says_a_notebook_is_gone_or_copied(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path, "confirm")).returncode == 3
+    db = tmp_path / "state.sqlite"
+    notebook = tmp_path / "nb.ipynb"
+    shutil.copyfile(notebook, tmp_path / "copy.ipynb")
+    notebook.rename(tmp_path / "renamed.ipynb")
+    copies = cli("status", "--state-db", db)
+    assert "copy.ipynb, renamed.ipynb all carry this workflow (copies?)" in copies.stdout
+    waiting = cli("resume", "--state-db", db)
+    assert waiting.returncode == 3
+    assert "was renamed" not in waiting.stderr, "with two copies resume follows neither"
     (tmp_path / "renamed.ipynb").unlink()
+    (tmp_path / "copy.ipynb").unlink()
     gone = cli("status", "--state-db", db)
     assert f"the notebook is not at {notebook} (moved or deleted?)" in gone.stdout
 
