@@ -12,8 +12,9 @@ Decisions:
 - stage reflection: the next step while steps remain, else the stage completes (goal
   achieved when every step succeeded and the stage's acceptance passed);
 - route: the stage's outcome (``success`` / ``failure``, or ``pause`` when it has ``confirm:``
-  and no human answered yet) resolved by the seed 004 rules over the D13 namespace; no rule ->
-  the next stage in file order; none left -> the end.
+  and no human answered yet) resolved by the seed 004 rules over the D13 namespace; no rule
+  for a success -> the next stage in file order (none left -> the end); no rule for a failure
+  (a rejected confirmation included) -> the workflow fails.
 """
 
 from __future__ import annotations
@@ -323,6 +324,18 @@ class BlueprintPlanner:
             )
         target = resolution.target
         rule = _label(resolution)
+        if target is None and outcome == "failure":
+            # no rule routes this failure (a step that failed, unmet stage acceptance, or a
+            # human's "no" at a confirmation): the workflow fails here, as a papermill run
+            # stops at its first error; going on in file order ran later stages on missing
+            # state, or an irreversible stage after a rejection, and reported "completed"
+            return StageRoute(
+                outcome,
+                None,
+                failed=True,
+                rule="no rule routes a failure: the workflow fails",
+                warnings=warnings,
+            )
         if target is None:
             target = self._next_planned(snapshot, stage.id)
             rule = "next in file order" if target is not None else "last stage"

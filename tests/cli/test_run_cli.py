@@ -373,3 +373,32 @@ def test_one_decision_at_a_time_numbers_cells_as_auto_confirm_does(tmp_path: Pat
     numbered = counts(stepped / "nb.ipynb")
     assert numbered == counts(auto / "nb.ipynb")
     assert numbered == list(range(1, len(numbered) + 1)), numbered
+
+
+@pytest.mark.parametrize("way", ["raise", "reject"])
+def test_a_failure_no_rule_routes_fails_the_run_before_the_next_stage(
+    tmp_path: Path, way: str
+) -> None:
+    """A blueprint without ``transitions``: the first stage raising, or a human rejecting its
+    confirmation, ends the run failed (exit 1); the second stage (a publish) never runs."""
+    args = [
+        "run",
+        FIXTURES / "cli" / ("unrouted.yaml" if way == "raise" else "unrouted_confirm.yaml"),
+        "--notebook",
+        tmp_path / "nb.ipynb",
+        "--state-db",
+        tmp_path / "state.sqlite",
+    ]
+    env = {"UNROUTED_RAISE": "1"} if way == "raise" else {}
+    first = cli(*args, env=env)
+    if way == "reject":
+        assert first.returncode == 3, first.stdout + first.stderr
+        first = cli("resume", "--state-db", tmp_path / "state.sqlite", "--reject", env=env)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert not (tmp_path / "published.txt").exists(), "the next stage ran after the failure"
+    status = json.loads(cli("status", "--state-db", tmp_path / "state.sqlite", "--json").stdout)
+    assert status["run"]["status"] == "failed", status["run"]
+    sources = [
+        "".join(c["source"]) for c in json.loads((tmp_path / "nb.ipynb").read_text())["cells"]
+    ]
+    assert not any("published.txt" in s for s in sources), sources
