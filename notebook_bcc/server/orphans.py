@@ -57,14 +57,39 @@ def _alive(pid: int) -> bool:
 
 
 def _is_kernel(pid: int, record: KernelRecord) -> bool:
-    """True when process ``pid`` is the recorded kernel (pid reuse would name another)."""
+    """True when process ``pid`` is the recorded kernel (pid reuse would name another): one of
+    its arguments is the recorded connection file's full path (``-f PATH``, ``-f=PATH``,
+    ``--f=PATH``), not merely a command line that mentions its name somewhere. A record
+    without a connection file names no process this server may judge."""
+    if not record.connection_file:
+        return False
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    if record.connection_file:
-        return os.path.basename(record.connection_file) in cmdline
-    return record.kernel_id in cmdline
+    wanted = os.fsencode(record.connection_file)
+    return any(arg == wanted or arg.split(b"=", 1)[-1] == wanted for arg in argv[1:])
+
+
+def _ours(record: KernelRecord, connection_dir: str | None) -> bool:
+    """Whether the recorded connection file is one this server's kernel manager would have
+    written: a ``.json`` file directly in its connection (runtime) directory. The record
+    comes from the store, which nothing vouches for between two servers; a record pointing
+    elsewhere must not make this server kill a process or delete a file."""
+    if not record.connection_file or not connection_dir:
+        return False
+    try:
+        path = Path(record.connection_file)
+        folder = Path(connection_dir).resolve()
+    except (OSError, ValueError):
+        return False
+    return (
+        path.is_absolute()
+        and path.suffix == ".json"
+        and ".." not in path.parts
+        and path.parent.resolve() == folder
+        and not path.is_symlink()
+    )
 
 
 def _kill(pid: int) -> None:
@@ -94,14 +119,25 @@ def _by_connection_file(record: KernelRecord) -> int | None:
     return None
 
 
-async def end_orphan(record: KernelRecord | None, *, live_kernel_ids: set[str]) -> OrphanOutcome:
-    """End the kernel ``record`` names if a dead server left it running (module docstring)."""
+async def end_orphan(
+    record: KernelRecord | None, *, live_kernel_ids: set[str], connection_dir: str | None
+) -> OrphanOutcome:
+    """End the kernel ``record`` names if a dead server left it running (module docstring).
+    Only a kernel whose connection file lies in ``connection_dir`` (this server's kernel
+    manager's) is judged; any other record is reported and left alone."""
     if record is None:
         return OrphanOutcome("none", "no kernel recorded")
     if record.kernel_id in live_kernel_ids:
         return OrphanOutcome("kept", f"kernel {record.kernel_id} belongs to this server")
     if record.host is not None and record.host != socket.gethostname():
         return OrphanOutcome("none", f"kernel {record.kernel_id} ran on host {record.host}")
+    if not _ours(record, connection_dir):
+        return OrphanOutcome(
+            "none",
+            f"kernel {record.kernel_id}: its recorded connection file "
+            f"{record.connection_file!r} is not in this server's runtime directory "
+            f"{connection_dir}; no process was ended and no file removed",
+        )
     outcome = OrphanOutcome("gone", f"kernel {record.kernel_id} had ended")
     pid = record.pid
     if pid is None or not (_alive(pid) and _is_kernel(pid, record)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from contextlib import suppress
 
@@ -15,6 +16,7 @@ from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot
 from notebook_bcc.planners.registry import REGISTRY
 from notebook_bcc.server.errors import (
+    PathForbiddenError,
     ServiceStoppedError,
 )
 from notebook_bcc.server.live import LiveWorkflow, is_finished
@@ -29,6 +31,9 @@ from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import ChainBrokenError, StoreUnavailableError
 
 log = logging.getLogger(__name__)
+
+PLANNER_PATH_SETTINGS = ("path", "transcript", "templates", "record")
+"""The stored planner settings that name files or folders (checked against the root)."""
 
 
 class RecoveryRoom(ServiceCore):
@@ -85,7 +90,7 @@ class RecoveryRoom(ServiceCore):
         try:
             altered = await asyncio.shield(checked)
             if altered is not None:
-                self.refused[workflow_id] = altered
+                self.refused[workflow_id] = ("altered", altered)
                 log.error("notebook-bcc: workflow %s not recovered: %s", workflow_id, altered)
                 return
             before = await store.load(workflow_id)
@@ -121,6 +126,10 @@ class RecoveryRoom(ServiceCore):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            self.refused[workflow_id] = (
+                "not_recovered",
+                f"this server could not recover it: {type(exc).__name__}: {exc}",
+            )
             log.error(
                 "notebook-bcc: could not recover workflow %s: %s: %s; it stays listed (DELETE "
                 "releases its notebook)",
@@ -140,6 +149,7 @@ class RecoveryRoom(ServiceCore):
             log.warning("notebook-bcc: workflow %s has no notebook path", workflow_id)
             return None
         options = restored_options(self.settings.engine, snapshot.options)
+        self._check_planner_paths(snapshot)
         planner = REGISTRY.from_stored(snapshot.planner.model_dump(mode="json"))
         try:
             lock = self._notebook_locks.setdefault(notebook, asyncio.Lock())
@@ -177,11 +187,35 @@ class RecoveryRoom(ServiceCore):
             raise
         return live
 
+    def _check_planner_paths(self, snapshot: WorkflowSnapshot) -> None:
+        """Refuse stored planner files outside the server root: the settings come from the
+        store (no chain covers the snapshot), and a blueprint, transcript, template folder or
+        recording directory elsewhere is one no client of this server could have named."""
+        root = self.contents.root_dir
+        if root is None:
+            return
+        real_root = os.path.realpath(root)
+        for key in PLANNER_PATH_SETTINGS:
+            value = snapshot.planner.settings.get(key)
+            if not isinstance(value, str) or not value:
+                continue
+            real = os.path.realpath(os.path.join(root, value))
+            if os.path.commonpath([real_root, real]) != real_root:
+                raise PathForbiddenError(
+                    f"its stored planner setting {key!r} ({value}) resolves outside the server "
+                    "root",
+                    details={"setting": key},
+                )
+
     async def _end_orphan(self, snapshot: WorkflowSnapshot) -> None:
         """The kernel a dead server left running for this workflow is ended first, so that
         nothing it still does can race an in-doubt answer (see :mod:`.orphans`)."""
         live_ids = {str(k) for k in self.kernels.kernel_manager.list_kernel_ids()}
-        outcome = await end_orphan(snapshot.kernel, live_kernel_ids=live_ids)
+        outcome = await end_orphan(
+            snapshot.kernel,
+            live_kernel_ids=live_ids,
+            connection_dir=getattr(self.kernels.kernel_manager, "connection_dir", None),
+        )
         if outcome.status in ("killed", "none") and snapshot.kernel is not None:
             log.warning("notebook-bcc: workflow %s: %s", snapshot.workflow_id, outcome.detail)
 

@@ -74,9 +74,10 @@ class ServiceCore:
         """Debounced notebook saves of every workflow here take turns (:mod:`.save_pacing`)."""
         self.recovered: list[str] = []
         """Active workflows found in the store at start-up (left by an earlier server)."""
-        self.refused: dict[str, str] = {}
-        """Workflows found active at start-up and not recovered, with why: the store was
-        altered behind its back (:meth:`~.recover.RecoveryRoom._altered`)."""
+        self.refused: dict[str, tuple[str, str]] = {}
+        """Workflows found active at start-up and not recovered: a reason code (``altered``:
+        the store was changed behind its back, :meth:`~.recover.RecoveryRoom._altered`;
+        ``not_recovered``: recovery failed) and a message."""
 
     # -- lifecycle ------------------------------------------------------------------------
 

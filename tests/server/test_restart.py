@@ -383,3 +383,52 @@ def test_a_restarted_server_does_not_recover_a_workflow_from_an_altered_store(
             checked.verification()
     finally:
         checked.close()
+
+
+def test_a_restarted_server_does_not_load_a_stored_blueprint_from_outside_its_root(
+    tmp_path: Path,
+) -> None:
+    """The snapshot is not chained: a planner path edited in it to a blueprint outside the root
+    (which no client of this server could name) is refused at recovery; its code never runs."""
+    root = _root(tmp_path)
+    store = tmp_path / "store.sqlite"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    evil = outside / "evil.yaml"
+    evil.write_text(
+        (root / "blueprints" / "restart_slow.yaml")
+        .read_text()
+        .replace("base = 40", f"open({str(tmp_path / 'PWNED')!r}, 'w').write('x'); base = 40")
+    )
+    config = [f"--NotebookBccApp.store_path={store}", "--NotebookBccApp.auto_confirm=True"]
+    first = JupyterServer(root, tmp_path, *config, name="first")
+    try:
+        first.wait_ready()
+        workflow_id = first.start("work/chain.ipynb", "blueprints/restart_slow.yaml")["workflow_id"]
+        first.wait(workflow_id, lambda s: s["notebook"]["execution_count"] >= 1)
+    finally:
+        assert first.stop() is not None
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        (body,) = conn.execute(
+            "SELECT body FROM snapshot_parts WHERE workflow_id = ? AND part = 'planner'",
+            (workflow_id,),
+        ).fetchone()
+        part = json.loads(body)
+        part["planner"]["settings"]["path"] = str(evil)
+        conn.execute(
+            "UPDATE snapshot_parts SET body = ? WHERE workflow_id = ? AND part = 'planner'",
+            (json.dumps(part), workflow_id),
+        )
+        conn.commit()
+    second = JupyterServer(
+        root, tmp_path, *config, "--NotebookBccApp.restart_policy=resume", name="second"
+    )
+    try:
+        second.wait_ready()
+        code, body = second.command(workflow_id, action="run")
+        assert code == 409, body
+        assert body["details"]["reason"] == "not_recovered", body
+        assert "resolves outside the server root" in body["message"], body
+    finally:
+        assert second.stop() is not None
+    assert not (tmp_path / "PWNED").exists(), "the blueprint from outside the root ran"
