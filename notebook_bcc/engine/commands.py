@@ -17,6 +17,7 @@ from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.budget import answer_budget
 from notebook_bcc.engine.committing import _decision_event
 from notebook_bcc.engine.decisions import DecisionGoneError
+from notebook_bcc.engine.host import StepEnded
 from notebook_bcc.engine.retry import restart_run, retry
 from notebook_bcc.engine.routing import (
     add_pending,
@@ -245,6 +246,16 @@ class Commands(_Rooms):
                 f"answer {lost.id} first: the kernel lacks an irreversible cell's state",
                 details={"blocked_by": lost.id, "decision": decision_id},
             )
+        try:
+            await self._answer_kind(pending, decision, actor)
+        except StepEnded:
+            return  # the run failed and says why (a store altered behind its back)
+
+    async def _answer_kind(
+        self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
+    ) -> None:
+        """:meth:`decide` once the decision may be answered: per its kind."""
+        decision_id = pending.id
         rebuild = next((p for p in self.snapshot.run.pending if p.kind == "kernel_rebuild"), None)
         if rebuild is not None and pending.kind not in (
             "kernel_rebuild",

@@ -26,6 +26,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Literal
 
 from notebook_bcc.engine.routing import drop_pending, with_run
+from notebook_bcc.engine.store_trust import ensure_unaltered
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
@@ -190,6 +191,8 @@ async def answer(
     }
     if not contracts:
         raise NotebookBccError(f"the cells of {pending.id} are no longer waiting")
+    if decision == "approve":
+        await ensure_unaltered(engine, "no irreversible cell is re-run from it")
     engine.snapshot = drop_pending(engine.snapshot, pending.id)
     session = engine.runtime.session
     timeout = engine.options.cell_timeout or REPLAY_TIMEOUT

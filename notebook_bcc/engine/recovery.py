@@ -24,6 +24,7 @@ from notebook_bcc.engine.actions import INPUTS_PATH
 from notebook_bcc.engine.host import StepEnded
 from notebook_bcc.engine.retry import can_retry, restart_run, retry
 from notebook_bcc.engine.routing import add_pending, drop_pending, fire_event, with_run
+from notebook_bcc.engine.store_trust import ensure_unaltered
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
@@ -281,6 +282,7 @@ class Recovery:
         replayed = skipped = 0
         lost: list[tuple[CellRow, ExecutionContract]] = []
         first_failure: tuple[str, str] | None = None
+        await ensure_unaltered(engine, "the kernel is not rebuilt from it")
         for row, original in await self._replayable():
             if original.irreversible:
                 skipped += 1

@@ -4,13 +4,17 @@ kernel is replaced, its state rebuilt from the completed cells, and the run comp
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import re
 import signal
+import sqlite3
 from pathlib import Path
 from time import monotonic
 from typing import Any
 
+from notebook_bcc.server.app import NotebookBccApp
 from tests.server.conftest import Api, read_notebook
 
 
@@ -145,3 +149,37 @@ async def test_kernel_killed_in_the_irreversible_export_never_repeats_it(
     assert (folder / "exports.log").read_text().splitlines() == ["exported 2"]
     sources = ["".join(c["source"]) for c in read_notebook(folder / "run.ipynb")["cells"]]
     assert sum("exports.log" in s for s in sources) == 1, "the export cell is in the notebook once"
+
+
+async def test_a_kernel_rebuild_refuses_a_cell_source_altered_in_the_store(
+    api: Api, root: Path, bcc_app: NotebookBccApp
+) -> None:
+    """While the run waits, a completed cell's source is edited in the state database (the
+    notebook still shows the original); the kernel dies. The rebuild would replay the forged
+    source: it verifies the store first, fails the run naming the row, and runs nothing."""
+    started = await api.start("forged/run.ipynb", "blueprints/kernel_kill.yaml")
+    workflow_id = started["workflow_id"]
+    waiting = await api.wait_status(workflow_id, "waiting", "failed")
+    (decision,) = waiting["run"]["pending"]
+    forged = root / "FORGED"
+    with contextlib.closing(sqlite3.connect(bcc_app.store_path)) as conn:
+        cell_id, text = conn.execute(
+            "SELECT cell_id, cell FROM cells WHERE workflow_id = ? AND cell LIKE '%base = 41%'",
+            (workflow_id,),
+        ).fetchone()
+        cell = json.loads(text)
+        cell["source"] = f"open({str(forged)!r}, 'w').write('x'); base = 41"
+        conn.execute("UPDATE cells SET cell = ? WHERE cell_id = ?", (json.dumps(cell), cell_id))
+        conn.commit()
+    pid = started["kernel"]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    await _gone(pid)
+    code, body = await api.command(
+        workflow_id, decide=decision["id"], decision="approve", expected_version=waiting["version"]
+    )
+    assert code == 200, body
+    done = await api.wait_status(workflow_id, "completed", "failed", timeout=90)
+    assert done["run"]["status"] == "failed", done["run"]
+    assert "was altered after it was written" in done["run"]["reason"], done["run"]
+    assert "cells row" in done["run"]["reason"], done["run"]
+    assert not forged.exists(), "the forged source ran in the rebuilt kernel"
