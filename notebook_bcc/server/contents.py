@@ -35,7 +35,8 @@ def api_path(raw: object, *, what: str) -> str:
     """``raw`` as a normalized API path (``a/./b//c`` -> ``a/b/c``), or :class:`PathRefusedError`.
 
     Refused: non-strings, empty paths, absolute paths (``/x``, ``C:x``, ``~x``), backslashes,
-    NUL bytes and any ``..`` component. ``what`` names the field in the error message.
+    NUL bytes, any ``..`` component and a name over 255 bytes (what file systems hold).
+    ``what`` names the field in the error message.
     """
     if not isinstance(raw, str) or not raw.strip():
         raise PathRefusedError(f"{what}: an API path is a non-empty string", details={"what": what})
@@ -57,6 +58,13 @@ def api_path(raw: object, *, what: str) -> str:
         )
     if not parts:
         raise PathRefusedError(f"{what}: {raw!r} names the root itself", details=details)
+    long = next((part for part in parts if len(part.encode("utf-8", "surrogatepass")) > 255), None)
+    if long is not None:
+        raise PathRefusedError(
+            f"{what}: the name {long[:40]!r}... is {len(long.encode('utf-8', 'surrogatepass'))} "
+            "bytes long; a file or folder name holds at most 255",
+            details=details,
+        )
     return "/".join(parts)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 
 from notebook_bcc.models.base import WireModel
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
@@ -112,19 +112,33 @@ PlannerSpec = Annotated[
 """Where a workflow's decisions come from."""
 
 
+MAX_HOPS = 100_000
+"""The largest stage-entry cap a client may ask for."""
+MAX_CELL_TIMEOUT = 7 * 24 * 3600.0
+"""The longest per-cell timeout a client may ask for (a week); larger values overflowed."""
+
+
 class RunOptions(WireModel):
     """Per-workflow options; an omitted key takes the server's configured default."""
 
-    auto_confirm: bool | None = Field(
+    auto_confirm: StrictBool | None = Field(
         default=None,
         description="Approve updates, stage and irreversible confirmations and kernel rebuilds "
         "as they arise (never an in-doubt action, D3).",
     )
-    confirm_irreversible: bool | None = Field(
+    confirm_irreversible: StrictBool | None = Field(
         default=None, description="Ask a human before an irreversible action runs (D9)."
     )
-    max_hops: int | None = Field(default=None, ge=1, description="Cap on stage entries (D16).")
-    cell_timeout: float | None = Field(default=None, gt=0, description="Seconds per cell.")
+    max_hops: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_HOPS, description="Cap on stage entries (D16)."
+    )
+    cell_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_CELL_TIMEOUT,
+        allow_inf_nan=False,
+        description="Seconds per cell (at most a week).",
+    )
 
 
 class CreateWorkflowRequest(WireModel):
@@ -154,7 +168,7 @@ class CreateWorkflowRequest(WireModel):
         "server root; what the panel's start form sends).",
     )
     options: RunOptions = Field(default_factory=RunOptions)
-    fresh_kernel: bool | None = Field(
+    fresh_kernel: StrictBool | None = Field(
         default=None,
         description="Restart the notebook's kernel before the run starts. Omitted: restarted "
         "only when it still holds the state of an earlier workflow of this notebook (a re-run "

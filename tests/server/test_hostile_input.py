@@ -303,3 +303,40 @@ async def test_a_50_mb_name_is_refused_by_size_before_it_is_read(
     assert body["message"] == "bad/huge.yaml: file is 50000023 bytes; the limit is 2000000 bytes"
     assert trap.tracebacks() == []
     assert await api.ok("GET", "workflows") == {"workflows": []}
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"cell_timeout": 1e308}, "cell_timeout"),
+        ({"auto_confirm": "yes"}, "auto_confirm"),
+        ({"confirm_irreversible": 1}, "confirm_irreversible"),
+        ({"max_hops": 10**30}, "max_hops"),
+        ({"max_hops": 2.0}, "max_hops"),
+    ],
+)
+async def test_options_of_the_wrong_type_or_size_are_400_naming_the_field(
+    api: Api, root: Path, jp_serverapp: Any, options: dict[str, Any], field: str
+) -> None:
+    """A sloppy client's ``"yes"`` must not turn auto-confirm on, and a timeout too large to
+    schedule must not start a run that then dies of an internal error."""
+    with trapped_log(jp_serverapp) as trap:
+        code, body = await api.call("POST", "workflows", body=_body(options=options))
+    assert code == 400, body
+    assert f"options/{field}" in body["message"] or field in json.dumps(body), body
+    assert trap.tracebacks() == []
+    listing = await api.ok("GET", "workflows")
+    assert listing["workflows"] == [], "nothing was started"
+
+
+async def test_a_notebook_name_longer_than_a_file_system_holds_is_400(
+    api: Api, root: Path, jp_serverapp: Any
+) -> None:
+    with trapped_log(jp_serverapp) as trap:
+        code, body = await api.call(
+            "POST", "workflows", body=_body(notebook_path="h/" + "a" * 300 + ".ipynb")
+        )
+    assert code == 400, body
+    assert "at most 255" in body["message"], body
+    assert trap.tracebacks() == []
+    assert not (root / "h").exists()
