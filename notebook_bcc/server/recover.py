@@ -6,10 +6,13 @@ See :meth:`RecoveryRoom._recover` for what happens to each one (D1, D7, D10, D11
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sqlite3
 from contextlib import suppress
+from functools import partial
+from typing import Any
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.kernel.document import NotebookDocument
@@ -27,10 +30,15 @@ from notebook_bcc.server.restore import (
     restored_options,
 )
 from notebook_bcc.server.service_core import ServiceCore
+from notebook_bcc.store.anchor import put_anchor
 from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import ChainBrokenError, StoreUnavailableError
+from notebook_bcc.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
+
+MAX_ANCHOR_NOTEBOOK_BYTES = 64 * 1024 * 1024
+"""A notebook larger than this is not read for its anchor at recovery."""
 
 PLANNER_PATH_SETTINGS = ("path", "transcript", "templates", "record")
 """The stored planner settings that name files or folders (checked against the root)."""
@@ -74,6 +82,17 @@ class RecoveryRoom(ServiceCore):
         store's thread, while the server already serves."""
         try:
             await store.call(lambda s: s.verification())
+            for workflow_id in self.recovered:
+                path, kept = await self._notebook_anchor(store, workflow_id)
+                if kept is None:
+                    continue
+                try:
+                    await store.call(partial(_verify_against, kept))
+                except ChainBrokenError as exc:
+                    raise ChainBrokenError(
+                        f"{exc.message} (the anchor is the one notebook {path} keeps)",
+                        details=exc.details,
+                    ) from None
         except (ChainBrokenError, StoreUnavailableError, sqlite3.DatabaseError) as exc:
             message = exc.message if isinstance(exc, NotebookBccError) else str(exc)
             return (
@@ -82,6 +101,33 @@ class RecoveryRoom(ServiceCore):
                 f"(`notebook-bcc trace --verify --state-db {self.settings.store_path}` checks it)"
             )
         return None
+
+    async def _notebook_anchor(
+        self, store: AsyncStore, workflow_id: str
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """The chain anchor a workflow's notebook keeps (``metadata.notebook_bcc.anchor``,
+        written at each flush), or None: a copy of the chain heads outside the database, so a
+        chain rewritten together with its head while no server ran is caught at recovery."""
+        snapshot = await store.load(workflow_id)
+        path = snapshot.notebook_path
+        os_path = self.contents.os_path(path) if path else None
+        if os_path is None:
+            return path, None
+
+        def read() -> Any:
+            try:
+                if os.path.getsize(os_path) > MAX_ANCHOR_NOTEBOOK_BYTES:
+                    return None
+                with open(os_path, encoding="utf-8") as handle:
+                    return json.load(handle)
+            except (OSError, ValueError):
+                return None
+
+        data = await asyncio.to_thread(read)
+        metadata = data.get("metadata") if isinstance(data, dict) else None
+        own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
+        kept = own.get("anchor") if isinstance(own, dict) else None
+        return path, kept if isinstance(kept, dict) else None
 
     async def _recover_one(
         self, store: AsyncStore, workflow_id: str, checked: asyncio.Future[str | None]
@@ -164,6 +210,9 @@ class RecoveryRoom(ServiceCore):
                     workflow_id=workflow_id,
                     earlier_sources={row.cell_id: row.sources for row in cells},
                 )
+                # the notebook keeps its anchor across the restart (its first write would
+                # otherwise drop it until the next flush); checked against the store above
+                put_anchor(document.nb.metadata, await store.call(lambda s: s.chain_anchor()))
                 kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
                 try:
                     live = self._live_workflow(
@@ -256,3 +305,8 @@ class RecoveryRoom(ServiceCore):
         tasks = list(self._recovering.values())
         if tasks:
             await asyncio.wait(tasks)
+
+
+def _verify_against(kept: dict[str, Any], store: SqliteStore) -> None:
+    """The store verified, and checked against an anchor kept outside it."""
+    store.verification(external=kept)

@@ -109,6 +109,7 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
         return snapshot
 
     async def _require_live(self, workflow_id: str) -> LiveWorkflow:
+        await self.start()  # the store open and its recovery scheduled before we look
         await self._recovered(workflow_id)
         live = self._live.get(workflow_id)
         if live is not None:

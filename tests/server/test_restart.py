@@ -298,6 +298,10 @@ def test_restart_wait_policy_leaves_runs_waiting_and_never_reruns_an_action_in_d
         second.wait_ready()
         for workflow_id in (doubt, confirm, slow):
             second.wait_live(workflow_id)
+        # the recovered notebook keeps its chain anchor (its first write dropped it)
+        assert (
+            "anchor" in read_notebook(root / "review" / "confirm.ipynb")["metadata"]["notebook_bcc"]
+        )
 
         in_doubt = second.snapshot(doubt)
         assert in_doubt["run"]["status"] == "waiting"
@@ -432,3 +436,52 @@ def test_a_restarted_server_does_not_load_a_stored_blueprint_from_outside_its_ro
     finally:
         assert second.stop() is not None
     assert not (tmp_path / "PWNED").exists(), "the blueprint from outside the root ran"
+
+
+def test_a_chain_rewritten_with_its_head_is_caught_by_the_anchor_the_notebook_keeps(
+    tmp_path: Path,
+) -> None:
+    """The last events deleted and the chain head rewritten to match, while no server ran:
+    the database alone verifies, but the notebook's anchor (written at its last flush) names
+    rows that are gone, so the next server recovers nothing from the store."""
+    root = _root(tmp_path)
+    store = tmp_path / "store.sqlite"
+    config = [f"--NotebookBccApp.store_path={store}"]
+    first = JupyterServer(root, tmp_path, *config, name="first")
+    try:
+        first.wait_ready()
+        workflow_id = first.start("review/confirm.ipynb", "blueprints/confirm.yaml")["workflow_id"]
+        first.wait_status(workflow_id, "waiting")
+        notebook = root / "review" / "confirm.ipynb"
+        deadline = time.monotonic() + 30
+        while "anchor" not in read_notebook(notebook)["metadata"].get("notebook_bcc", {}):
+            assert time.monotonic() < deadline, "the waiting run's notebook has no anchor"
+            time.sleep(0.1)
+    finally:
+        assert first.stop() is not None
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        (last,) = conn.execute("SELECT MAX(seq) FROM events").fetchone()
+        conn.execute("DELETE FROM events WHERE seq > ?", (last - 3,))
+        rows, seq, digest = conn.execute(
+            "SELECT (SELECT COUNT(*) FROM events), seq, hash FROM events ORDER BY seq DESC"
+        ).fetchone()
+        conn.execute(
+            "UPDATE chain_heads SET rows = ?, last_seq = ?, head_hash = ? WHERE chain = 'events'",
+            (rows, seq, digest),
+        )
+        conn.commit()
+    checked = SqliteStore(store)
+    try:
+        checked.verification()  # consistent: the database alone cannot tell
+    finally:
+        checked.close()
+    second = JupyterServer(root, tmp_path, *config, name="second")
+    try:
+        second.wait_ready()
+        code, body = second.command(workflow_id, action="run")
+        assert code == 409, body
+        assert body["details"]["reason"] == "altered", body
+        assert "anchored rows were deleted" in body["message"], body
+        assert "review/confirm.ipynb" in body["message"], body
+    finally:
+        assert second.stop() is not None
