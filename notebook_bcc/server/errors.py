@@ -76,6 +76,13 @@ class WorkflowNotLiveError(ServerError):
     status = HTTPStatus.CONFLICT
 
 
+class NotebookGoneError(ServerError):
+    """The workflow's notebook was deleted: a run that went on would write to no file."""
+
+    code = "notebook_deleted"
+    status = HTTPStatus.CONFLICT
+
+
 class ServiceStoppedError(ServerError):
     """The extension is shutting down and accepts no new work."""
 

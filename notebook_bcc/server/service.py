@@ -34,6 +34,7 @@ from notebook_bcc.server.contents import (
 from notebook_bcc.server.create import CreateRoom
 from notebook_bcc.server.errors import (
     BadRequestError,
+    NotebookGoneError,
     WorkflowNotLiveError,
 )
 from notebook_bcc.server.kernels import Kernels
@@ -103,6 +104,13 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
             )
         if is_stop(body):
             snapshot = await stop_command(live, body, self.kernels, self.settings.stop_timeout)
+        elif body.get("action") in GOES_ON and getattr(live.engine.runtime.writer, "gone", False):
+            raise NotebookGoneError(
+                f"the notebook {live.notebook_path} of workflow {workflow_id} was deleted: a run "
+                "that went on would write its cells to no file. Cancel it and start a new "
+                "workflow (the store keeps this one's record and cells)",
+                details={"workflow_id": workflow_id, "notebook_path": live.notebook_path},
+            )
         else:
             snapshot = await live.engine.command(body)
         self._ensure_running(live)
@@ -145,6 +153,9 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
         await store.call(lambda s: s.deactivate(workflow_id))
         return snapshot
 
+
+GOES_ON = frozenset({"run", "retry", "restart"})
+"""Commands that make a stopped run go on (and write cells)."""
 
 __all__ = [
     "AVAILABLE_PLANNERS",

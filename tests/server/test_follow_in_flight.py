@@ -129,6 +129,17 @@ async def test_a_delete_during_a_write_leaves_the_notebook_deleted(
     paused = await api.wait_status(workflow_id, "paused")
     assert "deleted" in (paused["run"]["reason"] or "")
     assert held.paths == ["first.ipynb"]
+    # going on would write every later cell to no file and end "completed" with no notebook
+    for action in ("run", "retry", "restart"):
+        code, body = await api.command(
+            workflow_id, action=action, expected_version=paused["version"]
+        )
+        assert code == 409, body
+        assert body["code"] == "notebook_deleted", body
+        assert "Cancel it and start a new workflow" in body["message"], body
+    assert (await api.snapshot(workflow_id))["version"] == paused["version"]
+    code, body = await api.command(workflow_id, event="CANCEL", expected_version=paused["version"])
+    assert code == 200, body
 
 
 async def test_a_notebook_the_user_puts_at_the_old_name_is_never_taken(
