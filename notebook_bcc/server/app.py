@@ -76,6 +76,14 @@ class NotebookBccApp(ExtensionApp):
         "reason, and the panel shows it greyed out.",
     ).tag(config=True)
 
+    llm_key_envs = List(
+        Unicode(),
+        default_value=["NOTEBOOK_BCC_LLM_API_KEY", "OPENAI_API_KEY"],
+        help="The environment variables a client may name as an llm planner's api_key_env. "
+        "The key is sent to the base_url the client chooses, so any other variable of this "
+        "server's environment (a hub token, a cloud key) is refused with a 400.",
+    ).tag(config=True)
+
     auto_confirm = Bool(
         False,
         help="Default for options.auto_confirm: approve updates, stage and irreversible "
@@ -181,6 +189,7 @@ class NotebookBccApp(ExtensionApp):
             stop_timeout=self.stop_timeout,
             restart_policy=self.restart_policy,
             allowed_planners=tuple(kind.lower() for kind in self.allowed_planners),
+            llm_key_envs=tuple(self.llm_key_envs),
         )
 
     def initialize_settings(self) -> None:

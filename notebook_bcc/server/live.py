@@ -36,6 +36,8 @@ class ServiceSettings:
     restart_policy: RestartPolicy = "resume"
     allowed_planners: tuple[str, ...] = AVAILABLE_PLANNERS
     """Kinds this server's configuration lets clients start (``allowed_planners`` trait)."""
+    llm_key_envs: tuple[str, ...] = ("NOTEBOOK_BCC_LLM_API_KEY", "OPENAI_API_KEY")
+    """Variables a client may name as an llm planner's ``api_key_env`` (``llm_key_envs``)."""
 
 
 @dataclass

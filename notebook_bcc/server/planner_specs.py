@@ -183,6 +183,14 @@ class PlannerSpecs:
                 "version, e.g. http://127.0.0.1:11434/v1)",
                 details={"field": "planner.base_url"},
             )
+        allowed = self.settings.llm_key_envs
+        if spec.api_key_env is not None and spec.api_key_env not in allowed:
+            raise BadRequestError(
+                f"planner.api_key_env: {spec.api_key_env!r} is not a key variable this server "
+                f"lends to a planner (allowed: {', '.join(allowed) or 'none'}; the server's "
+                "NotebookBccApp.llm_key_envs setting)",
+                details={"field": "planner.api_key_env", "allowed": list(allowed)},
+            )
         options = spec.model_dump(
             include={"api_key_env", "temperature", "stream", "max_tokens", "max_parse_retries"},
             exclude_none=True,

@@ -112,7 +112,18 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
                 details={"workflow_id": workflow_id, "notebook_path": live.notebook_path},
             )
         else:
-            snapshot = await live.engine.command(body)
+            try:
+                snapshot = await live.engine.command(body)
+            except asyncio.CancelledError:
+                cancelling = getattr(asyncio.current_task(), "cancelling", None)
+                if cancelling is None or cancelling():
+                    raise  # this request itself was cancelled (the client went away)
+                # the work the command waited on (a cell it re-ran) was stopped under it: the
+                # workflow was deleted or stopped meanwhile
+                raise WorkflowNotLiveError(
+                    f"workflow {workflow_id} was stopped while this command was being answered",
+                    details={"workflow_id": workflow_id},
+                ) from None
         self._ensure_running(live)
         return snapshot
 

@@ -65,9 +65,19 @@ async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict
                 "kind": "llm",
                 "model": "m",
                 "base_url": "http://127.0.0.1:9/v1",
-                "api_key_env": "NOTEBOOK_BCC_TEST_UNSET_KEY",
+                "api_key_env": "JUPYTERHUB_API_TOKEN",
             },
-            "environment variable NOTEBOOK_BCC_TEST_UNSET_KEY (the LLM API key) is not set",
+            "planner.api_key_env: 'JUPYTERHUB_API_TOKEN' is not a key variable this server "
+            "lends to a planner (allowed: NOTEBOOK_BCC_LLM_API_KEY, OPENAI_API_KEY",
+        ),
+        (
+            {
+                "kind": "llm",
+                "model": "m",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key_env": "NOTEBOOK_BCC_LLM_API_KEY",
+            },
+            "environment variable NOTEBOOK_BCC_LLM_API_KEY (the LLM API key) is not set",
         ),
         (
             {
@@ -81,8 +91,9 @@ async def _run_to_the_end(api: Api, root: Path, planner: dict[str, Any]) -> dict
     ],
 )
 async def test_bad_llm_specs_are_400_naming_the_reason(
-    api: Api, root: Path, planner: dict[str, Any], message: str
+    api: Api, root: Path, planner: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("NOTEBOOK_BCC_LLM_API_KEY", raising=False)
     code, body = await api.call("POST", "workflows", body=_start(planner))
     assert code == 400, body
     assert body["code"] == "bad_request"
@@ -148,8 +159,15 @@ async def test_a_template_folder_under_the_root_replaces_the_shipped_prompt(
     ],
 )
 async def test_bad_template_folders_are_refused_by_api_path(
-    api: Api, root: Path, templates: str, code: int, message: str
+    api: Api,
+    root: Path,
+    templates: str,
+    code: int,
+    message: str,
+    *,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("NOTEBOOK_BCC_LLM_API_KEY", "k")
     (root / "team" / "bad").mkdir(parents=True)
     (root / "team" / "bad" / "planner.md").write_text("<!-- section: system -->\nhi\n")
     (root / "team" / "leaky").mkdir(parents=True)
@@ -160,7 +178,7 @@ async def test_bad_template_folders_are_refused_by_api_path(
         "kind": "llm",
         "model": "m",
         "base_url": "http://127.0.0.1:9/v1",
-        "api_key_env": "PATH",  # set on every server: the key check passes, templates decide
+        "api_key_env": "NOTEBOOK_BCC_LLM_API_KEY",  # set below: the key check passes
         "templates": templates,
     }
     answer_code, body = await api.call("POST", "workflows", body=_start(planner))
