@@ -96,6 +96,24 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+MAX_INT_DIGITS = 100
+"""Digits an integer of a request body may have (no field of the API needs more)."""
+
+
+class TooManyDigitsError(ValueError):
+    """An integer literal longer than :data:`MAX_INT_DIGITS`."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise TooManyDigitsError(
+            f"the request body is JSON, but one of its integers has {digits} digits; the limit "
+            f"is {MAX_INT_DIGITS}"
+        )
+    return int(text)
+
+
 def parse_json_body(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``body`` as JSON after the size and depth checks; an empty body is ``None``."""
     check_body_size(body)
@@ -108,7 +126,9 @@ def parse_json_body(body: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
             details={"limit": max_depth, "depth": deepest},
         )
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        return json.loads(body, parse_constant=_refuse_constant, parse_int=_bounded_int)
+    except TooManyDigitsError as exc:
+        raise InvalidJsonError(str(exc), details={"limit": MAX_INT_DIGITS}) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         reason = str(exc)[:200]
         raise InvalidJsonError(f"the request body is not JSON: {reason}") from None

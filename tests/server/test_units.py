@@ -28,6 +28,7 @@ from notebook_bcc.server.errors import (
 from notebook_bcc.server.event_handlers import event_routes
 from notebook_bcc.server.exchange_handlers import exchange_routes
 from notebook_bcc.server.handlers import route_table
+from notebook_bcc.server.limits import InvalidJsonError, parse_json_body
 from notebook_bcc.server.openapi import openapi_document
 from notebook_bcc.server.stream import EventFeed, SnapshotMessage, WorkflowHub
 from notebook_bcc.store.errors import (
@@ -213,3 +214,12 @@ def test_the_server_models_are_in_the_schema_registry() -> None:
         "resync",
         "closed",
     ]
+
+
+def test_a_body_with_a_huge_integer_is_refused_as_json_with_too_many_digits() -> None:
+    """It is JSON: the error says what is wrong with it (it said "not JSON")."""
+    with pytest.raises(InvalidJsonError, match="one of its integers has 5000 digits"):
+        parse_json_body(b'{"expected_version": ' + b"9" * 5000 + b"}")
+    assert parse_json_body(b'{"expected_version": -' + b"9" * 100 + b"}") == {
+        "expected_version": -int("9" * 100)
+    }
