@@ -25,6 +25,7 @@ from notebook_bcc.server.errors import (
     BadRequestError,
     PlannerUnavailableError,
     ServiceStoppedError,
+    StoreAlteredError,
 )
 from notebook_bcc.server.kernels import NotebookKernel
 from notebook_bcc.server.live import LiveWorkflow, may_yield_notebook
@@ -56,6 +57,14 @@ class CreateRoom(ServiceCore):
     async def create(self, request: CreateWorkflowRequest) -> WorkflowSnapshot:
         """Validate, create and start a workflow; returns its first snapshot (see module doc)."""
         store = await self.start()
+        if self.store_check is not None:
+            altered = await asyncio.shield(self.store_check)
+            if altered is not None:
+                raise StoreAlteredError(
+                    f"no new workflow is written into this store: {altered}. Move the file "
+                    "aside (or set c.NotebookBccApp.store_path) to start anew",
+                    details={"reason": "altered"},
+                )
         notebook = notebook_api_path(request.notebook_path)
         self.contents.check_inside_root(notebook, what="notebook_path")
         spec = self.planners.spec(request.planner)

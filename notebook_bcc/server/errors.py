@@ -76,6 +76,13 @@ class WorkflowNotLiveError(ServerError):
     status = HTTPStatus.CONFLICT
 
 
+class StoreAlteredError(ServerError):
+    """The state database was altered behind the store's back: nothing new is written to it."""
+
+    code = "store_altered"
+    status = HTTPStatus.CONFLICT
+
+
 class NotebookGoneError(ServerError):
     """The workflow's notebook was deleted: a run that went on would write to no file."""
 

@@ -67,6 +67,7 @@ class RecoveryRoom(ServiceCore):
         if not ids:
             return
         checked = asyncio.ensure_future(self._altered(store))
+        self.store_check = checked
         for workflow_id in ids:
             if workflow_id in self._live or workflow_id in self._recovering:
                 continue

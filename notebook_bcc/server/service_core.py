@@ -74,6 +74,9 @@ class ServiceCore:
         """Debounced notebook saves of every workflow here take turns (:mod:`.save_pacing`)."""
         self.recovered: list[str] = []
         """Active workflows found in the store at start-up (left by an earlier server)."""
+        self.store_check: asyncio.Future[str | None] | None = None
+        """The start-up verification of the store (None: nothing was active to recover, so
+        nothing was checked): its result is what makes the store untrustworthy, or None."""
         self.refused: dict[str, tuple[str, str]] = {}
         """Workflows found active at start-up and not recovered: a reason code (``altered``:
         the store was changed behind its back, :meth:`~.recover.RecoveryRoom._altered`;

@@ -375,6 +375,18 @@ def test_a_restarted_server_does_not_recover_a_workflow_from_an_altered_store(
         assert "was altered after it was written" in body["message"], body
         assert "cells row" in body["message"], body
         assert not second.row(workflow_id)["live"]
+        # nothing new is written into a store that can never verify again
+        code, body = second.api(
+            "POST",
+            "workflows",
+            {
+                "notebook_path": "work/new.ipynb",
+                "planner": {"kind": "blueprint", "path": "blueprints/restart_slow.yaml"},
+            },
+        )
+        assert code == 409, body
+        assert body["code"] == "store_altered", body
+        assert "Move the file aside" in body["message"], body
     finally:
         assert second.stop() is not None
     assert not (root / "FORGED").exists(), "the forged cell ran"
