@@ -315,12 +315,20 @@ class BlueprintPlanner:
         warnings = tuple(resolution.warnings)
         if outcome == "pause":
             question = spec.confirm if isinstance(spec.confirm, str) else None
+            message = question or f"Stage {stage.id} is done: continue?"
+            if stage.completion_status not in ("success", None):
+                # the human is asked to go on after a failure: say so, or "yes" reads as
+                # approving a stage that worked
+                message += (
+                    f" Note: stage {stage.id} did not succeed ({stage.completion_status}); "
+                    "approving goes on as if it had, rejecting fails the workflow."
+                )
             return StageRoute(
                 "pause",
                 resolution.resume_state or stage.id,
                 rule=_label(resolution),
                 warnings=warnings,
-                message=question or f"Stage {stage.id} is done: continue?",
+                message=message,
             )
         target = resolution.target
         rule = _label(resolution)

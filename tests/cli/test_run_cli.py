@@ -402,3 +402,21 @@ def test_a_failure_no_rule_routes_fails_the_run_before_the_next_stage(
         "".join(c["source"]) for c in json.loads((tmp_path / "nb.ipynb").read_text())["cells"]
     ]
     assert not any("published.txt" in s for s in sources), sources
+
+
+def test_a_confirmation_after_a_failed_stage_says_the_stage_failed(tmp_path: Path) -> None:
+    """The human asked "go on?" after a stage that raised is told it did not succeed."""
+    args = [
+        "run",
+        FIXTURES / "cli" / "unrouted_confirm.yaml",
+        "--notebook",
+        tmp_path / "nb.ipynb",
+        "--state-db",
+        tmp_path / "state.sqlite",
+    ]
+    asked = cli(*args, env={"UNROUTED_RAISE": "1"})
+    assert asked.returncode == 3, asked.stdout + asked.stderr
+    status = json.loads(cli("status", "--state-db", tmp_path / "state.sqlite", "--json").stdout)
+    (pending,) = status["run"]["pending"]
+    assert pending["message"].startswith("Loaded. Go on to publish?"), pending
+    assert "stage load did not succeed (failed)" in pending["message"], pending
