@@ -468,7 +468,13 @@ def test_start_over_after_a_failure_restarts_the_kernel_and_runs_clean(
     # the same kernel (Lab stays attached to it), restarted: the new run counted from 1
     assert _kernel_of(lab, notebook) == kernel_before
     # the document shows both attempts and is saved with them (read the file after that)
-    expect(notebook_cells(page).filter(has_text="prepare run 1")).to_have_count(2, timeout=UI_MS)
+    # (read from Lab's document model: a windowed notebook may not render an off-screen cell)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.context.model.sharedModel.cells.filter("
+        "c => c.cell_type === 'code'"
+        " && JSON.stringify(c.toJSON().outputs || []).includes('prepare run 1')).length === 2",
+        timeout=UI_MS,
+    )
     expect(notebook_tab(page, notebook)).not_to_have_class(DIRTY, timeout=UI_MS)
     said = [
         "".join(output.get("text", ""))
