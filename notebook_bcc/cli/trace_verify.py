@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from notebook_bcc.store.anchor import carried_anchor
 from notebook_bcc.store.errors import ChainBrokenError
 from notebook_bcc.store.sqlite import SqliteStore
 
@@ -28,9 +29,7 @@ def _read_anchor(path: Path) -> Any:
         print(f"error: {path}: cannot read the anchor: {reason}", file=sys.stderr)
         return None
     if isinstance(document, dict) and "cells" in document and "metadata" in document:
-        metadata = document.get("metadata")
-        own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
-        carried = own.get("anchor") if isinstance(own, dict) else None
+        carried = carried_anchor(document)
         if carried is None:
             print(
                 f"error: {path} is a notebook without an anchor (no metadata.notebook_bcc."

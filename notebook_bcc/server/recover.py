@@ -30,7 +30,7 @@ from notebook_bcc.server.restore import (
     restored_options,
 )
 from notebook_bcc.server.service_core import ServiceCore
-from notebook_bcc.store.anchor import put_anchor
+from notebook_bcc.store.anchor import carried_anchor, put_anchor
 from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import ChainBrokenError, StoreUnavailableError
 from notebook_bcc.store.sqlite import SqliteStore
@@ -124,10 +124,7 @@ class RecoveryRoom(ServiceCore):
             except (OSError, ValueError):
                 return None
 
-        data = await asyncio.to_thread(read)
-        metadata = data.get("metadata") if isinstance(data, dict) else None
-        own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
-        kept = own.get("anchor") if isinstance(own, dict) else None
+        kept = carried_anchor(await asyncio.to_thread(read))
         return path, kept if isinstance(kept, dict) else None
 
     async def _recover_one(

@@ -511,6 +511,14 @@ def notebook_anchor(db: sqlite3.Connection) -> dict[str, Any]:
     return export_anchor(db)
 
 
+def carried_anchor(notebook: Any) -> Any:
+    """The anchor a notebook document carries (``metadata.notebook_bcc.anchor``), or None:
+    the reader of :func:`put_anchor`."""
+    metadata = notebook.get("metadata") if isinstance(notebook, dict) else None
+    own = metadata.get("notebook_bcc") if isinstance(metadata, dict) else None
+    return own.get("anchor") if isinstance(own, dict) else None
+
+
 def put_anchor(metadata: dict[str, Any], anchor: dict[str, Any]) -> None:
     """Set ``metadata["notebook_bcc"]["anchor"]`` (creating the ``notebook_bcc`` key)."""
     own = metadata.setdefault("notebook_bcc", {})
