@@ -95,8 +95,10 @@ class ServiceCore:
         async with self._opening:
             if self._store is None:
                 store = await AsyncStore.open(self.settings.store_path)
-                self._store = store
+                # published once the recoveries are registered: a caller that finds the store
+                # open then also finds a workflow's recovery to wait for (not "not live")
                 await self._recover(store)
+                self._store = store
         assert self._store is not None
         return self._store
 

@@ -207,6 +207,25 @@ def _load(store_path: Path, workflow_id: str) -> Any:
         store.close()
 
 
+def _stopped_after_a_cell(root: Path, tmp_path: Path, store: Path, config: list[str]) -> str:
+    """A first server starts the slow chain, stores its first cell (``base = 40``, written
+    before it runs), and is stopped (SIGTERM) mid-run; the workflow's id."""
+    first = JupyterServer(root, tmp_path, *config, name="first")
+    try:
+        first.wait_ready()
+        workflow_id = first.start("work/chain.ipynb", "blueprints/restart_slow.yaml")["workflow_id"]
+
+        def stored() -> bool:
+            with contextlib.closing(sqlite3.connect(store)) as conn:
+                query = "SELECT 1 FROM cells WHERE cell LIKE '%base = 40%'"
+                return conn.execute(query).fetchone() is not None
+
+        first.wait(workflow_id, lambda _: stored())
+    finally:
+        assert first.stop() is not None
+    return str(workflow_id)
+
+
 def _sources(path: Path) -> list[str]:
     return ["".join(cell["source"]) for cell in read_notebook(path)["cells"]]
 
@@ -346,13 +365,7 @@ def test_a_restarted_server_does_not_recover_a_workflow_from_an_altered_store(
     root = _root(tmp_path)
     store = tmp_path / "store.sqlite"
     config = [f"--NotebookBccApp.store_path={store}", "--NotebookBccApp.auto_confirm=True"]
-    first = JupyterServer(root, tmp_path, *config, name="first")
-    try:
-        first.wait_ready()
-        workflow_id = first.start("work/chain.ipynb", "blueprints/restart_slow.yaml")["workflow_id"]
-        first.wait(workflow_id, lambda s: s["notebook"]["execution_count"] >= 1)
-    finally:
-        assert first.stop() is not None
+    workflow_id = _stopped_after_a_cell(root, tmp_path, store, config)
     with contextlib.closing(sqlite3.connect(store)) as conn:
         cell_id, text = conn.execute(
             "SELECT cell_id, cell FROM cells WHERE cell LIKE '%base = 40%'"
@@ -417,13 +430,7 @@ def test_a_restarted_server_does_not_load_a_stored_blueprint_from_outside_its_ro
         .replace("base = 40", f"open({str(tmp_path / 'PWNED')!r}, 'w').write('x'); base = 40")
     )
     config = [f"--NotebookBccApp.store_path={store}", "--NotebookBccApp.auto_confirm=True"]
-    first = JupyterServer(root, tmp_path, *config, name="first")
-    try:
-        first.wait_ready()
-        workflow_id = first.start("work/chain.ipynb", "blueprints/restart_slow.yaml")["workflow_id"]
-        first.wait(workflow_id, lambda s: s["notebook"]["execution_count"] >= 1)
-    finally:
-        assert first.stop() is not None
+    workflow_id = _stopped_after_a_cell(root, tmp_path, store, config)
     with contextlib.closing(sqlite3.connect(store)) as conn:
         (body,) = conn.execute(
             "SELECT body FROM snapshot_parts WHERE workflow_id = ? AND part = 'planner'",
