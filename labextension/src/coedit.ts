@@ -15,9 +15,10 @@
  *
  * The same notebook open in two windows (two browser tabs) has two document models. Only one
  * of them -- the server names it the ``writer``: the window with unsaved edits, else the one
- * that opened it first -- takes the workflow's cells and saves; the others reload the file
- * whenever it is newer than theirs and they have nothing unsaved, so no window's save ever
- * finds the file changed under it by another window's workflow save.
+ * that opened it first -- takes the workflow's cells and saves; the others take in the file
+ * (in place, :func:`adoptInPlace`) whenever it is newer than theirs and they have nothing
+ * unsaved, so no window's save ever finds the file changed under it by another window's
+ * workflow save.
  */
 import type { IDocumentManager } from '@jupyterlab/docmanager';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -26,8 +27,10 @@ import type { Contents } from '@jupyterlab/services';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { BccApi, CellOp, MergeAnswer } from './api';
+import { adoptInPlace } from './adopt';
 import { cellsEdited, opsStillApply } from './coeditRule';
-import { mergeNotebook, type NotebookJson } from './threeWay';
+import { resolveConflicts } from './conflicts';
+import { canonical, mergeNotebook, type NotebookJson } from './threeWay';
 
 /** Heartbeat period; cells appear within this (sooner on a live "cell" event). */
 const BEAT_MS = 1500;
@@ -61,6 +64,8 @@ export class DocumentCoeditor {
   private readonly inFlight = new Map<string, MergeAnswer[]>();
   /** Each document's file as this window last loaded or saved it (the merge base). */
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
+  /** Each document as the save under way writes it. */
+  private readonly written = new WeakMap<NotebookPanel, NotebookJson>();
   /** Files deleted through this window's contents manager (until saved or made again). */
   private readonly deleted = new Set<string>();
   /** How many deletes of each path this window saw (a save under way compares). */
@@ -85,7 +90,10 @@ export class DocumentCoeditor {
     });
     tracker.widgetAdded.connect((_, panel) => {
       this.serializeSaves(panel);
-      roomSavesAreNotConflicts(panel);
+      resolveConflicts(panel, {
+        takeIn: async p => (await this.takeInFile(p, true)) !== null,
+        rewritten: (p, content) => this.written.set(p, content as NotebookJson)
+      });
       const remember = (): void => {
         if (!panel.context.isDisposed) {
           this.bases.set(panel, panel.context.model.toJSON() as unknown as NotebookJson);
@@ -96,16 +104,23 @@ export class DocumentCoeditor {
       panel.context.saveState.connect((context, state) => {
         const path = context.path;
         if (state === 'started') {
-          // what this save writes: the plans applied so far, not those applied meanwhile
+          // what this save writes: the plans applied so far, not those applied meanwhile,
+          // and the document as it is now (Lab takes its content in this same step)
           this.saving.add(path);
           this.inFlight.set(path, this.unsaved.get(path) ?? []);
           this.unsaved.delete(path);
+          this.written.set(panel, context.model.toJSON() as unknown as NotebookJson);
           return;
         }
         this.saving.delete(path);
         const plans = this.inFlight.get(path) ?? [];
         this.inFlight.delete(path);
+        const written = this.written.get(panel);
+        this.written.delete(panel);
         if (state === 'completed') {
+          if (written !== undefined) {
+            this.keepUnsavedTyping(panel, written);
+          }
           void this.acknowledge(panel, plans);
           if ((this.unsaved.get(path) ?? []).length > 0) {
             // workflow cells merged while this save was under way are not in the file: the
@@ -118,6 +133,21 @@ export class DocumentCoeditor {
       });
       void this.beat();
     });
+  }
+
+  /**
+   * A save just ended and Lab marked the document clean. What the user typed while it was
+   * under way is not in the file, though: keep the document dirty then (else the next newer
+   * file taken into a "clean" document would replace the typing), and make the merge base
+   * the file as written, not the document now.
+   */
+  private keepUnsavedTyping(panel: NotebookPanel, written: NotebookJson): void {
+    const model = panel.context.model;
+    this.bases.set(panel, written);
+    const now = model.toJSON() as unknown as NotebookJson;
+    if (cellsEdited(written.cells, now.cells)) {
+      model.dirty = true;
+    }
   }
 
   /** Every plan applied to ``panel``'s document is in its file now (it was just saved). */
@@ -179,9 +209,10 @@ export class DocumentCoeditor {
     try {
       const panels = this.openNotebooks();
       const paths = [...new Set(panels.map(p => p.context.path))];
-      const dirty = [
-        ...new Set(panels.filter(p => p.context.model.dirty).map(p => p.context.path))
-      ];
+      // "dirty": with edits of the user's cells, or workflow cells not saved yet (not Lab's
+      // own metadata): the window that writes the path changes hands only for those
+      const edited = panels.filter(p => p.context.model.dirty && this.userEdited(p));
+      const dirty = [...new Set(edited.map(p => p.context.path))];
       const sentAt = Date.now();
       const answer = await this.api.holdDocuments(this.holder, paths, dirty);
       this.held = new Set(paths);
@@ -334,36 +365,50 @@ export class DocumentCoeditor {
   }
 
   /**
-   * The file is newer than the version this window loaded (another window saved it, or the
-   * server wrote it while nobody held it): write this document merged with it, cell by cell
-   * (:func:`mergeNotebook`), instead of letting Lab ask "File Changed". Answers false when
-   * the file is not newer (Lab's own save then runs).
+   * Before a save: when the file is newer than the version this window stands on (another
+   * window saved it, or the server wrote it while nobody held it), take it in -- merged cell
+   * by cell with this document (:func:`mergeNotebook`), edited in place (:func:`adoptInPlace`)
+   * -- so that Lab's save goes on to write both instead of asking "File Changed". Nothing is
+   * replaced under the user: what they type while the file travels stays in the document and
+   * goes into the save. ``always``: take the file in whatever its time (a save found it
+   * changed). Answers the file taken in, or null.
    */
-  private async saveMerged(panel: NotebookPanel): Promise<boolean> {
+  private async takeInFile(panel: NotebookPanel, always = false): Promise<NotebookJson | null> {
     const context = panel.context;
     const path = context.path;
     const base = this.bases.get(panel);
-    const contents = this.docManager.services.contents;
     const mine = context.contentsModel?.last_modified;
     if (!base || !mine || context.model.collaborative) {
-      return false;
+      return null;
     }
-    const stat = await contents.get(path, { content: false });
-    if (Date.parse(stat.last_modified) <= Date.parse(mine)) {
-      return false;
+    const file = await this.newerFile(panel, always ? null : mine);
+    if (file === null || context.isDisposed || context.path !== path) {
+      return null;
     }
-    const disk = await contents.get(path, { type: 'notebook', content: true });
-    const merged = mergeNotebook(
-      base,
-      context.model.toJSON() as unknown as NotebookJson,
-      disk.content as NotebookJson
-    );
-    const plans = [...(this.inFlight.get(path) ?? []), ...(this.unsaved.get(path) ?? [])];
-    this.unsaved.delete(path);
-    await contents.save(path, { type: 'notebook', format: 'json', content: merged });
-    await context.revert();
-    await this.acknowledge(panel, plans);
-    return true;
+    const disk = file.content as NotebookJson;
+    const merged = mergeNotebook(base, context.model.toJSON() as unknown as NotebookJson, disk);
+    if (!adoptInPlace(context, merged, file)) {
+      return null;
+    }
+    this.bases.set(panel, disk);
+    return disk;
+  }
+
+  /** The file at ``panel``'s path, with its content and hash, when it is newer than
+   *  ``mine`` (a ``last_modified``; null: whatever its time); else null. */
+  private async newerFile(
+    panel: NotebookPanel,
+    mine: string | null
+  ): Promise<Contents.IModel | null> {
+    const contents = this.docManager.services.contents;
+    const path = panel.context.path;
+    if (mine !== null) {
+      const stat = await contents.get(path, { content: false });
+      if (Date.parse(stat.last_modified) <= Date.parse(mine)) {
+        return null;
+      }
+    }
+    return contents.get(path, { type: 'notebook', format: 'json', content: true, hash: true });
   }
 
   /**
@@ -392,16 +437,23 @@ export class DocumentCoeditor {
     }
   }
 
-  /** Not the writer, or about to merge: a clean document reloads a newer file first. */
+  /** Not the writer, or about to merge: a document without edits of the user's cells takes
+   *  in a newer file first, in place (:meth:`takeInFile`; Lab's revert would drop what is
+   *  typed meanwhile), and is clean again when it then is that file. */
   private async catchUp(panel: NotebookPanel): Promise<void> {
     const context = panel.context;
-    if (context.model.dirty || context.model.collaborative) {
-      return;
+    if (context.model.collaborative || (context.model.dirty && this.userEdited(panel))) {
+      return; // the user's own save merges the file
     }
-    const disk = await this.docManager.services.contents.get(context.path, { content: false });
-    const mine = context.contentsModel?.last_modified;
-    if (mine && Date.parse(disk.last_modified) > Date.parse(mine) && !context.model.dirty) {
-      await context.revert();
+    const disk = await this.takeInFile(panel);
+    if (disk !== null && !context.isDisposed) {
+      const now = context.model.toJSON() as unknown as NotebookJson;
+      if (
+        canonical(now.cells) === canonical(disk.cells) &&
+        canonical(now.metadata) === canonical(disk.metadata)
+      ) {
+        context.model.dirty = false;
+      }
     }
   }
 
@@ -411,7 +463,7 @@ export class DocumentCoeditor {
    * while the first is still finishing sees the first one's file and asks "File Changed". The
    * co-editor saves too (a clean document stays clean), so every save of the document --
    * Ctrl-S, autosave, ours -- waits for the previous one; and a file another window saved
-   * meanwhile is merged (:meth:`saveMerged`) rather than reported as a conflict.
+   * meanwhile is taken in (:meth:`takeInFile`) rather than reported as a conflict.
    */
   private serializeSaves(panel: NotebookPanel): void {
     const context = panel.context;
@@ -425,20 +477,19 @@ export class DocumentCoeditor {
         if (gone() || (own && !(await this.stillThere(context.path)))) {
           return;
         }
-        let merged = false;
         try {
           if (context.model.collaborative) {
             await this.roomSaved(panel);
           } else {
-            merged = await this.saveMerged(panel);
+            await this.takeInFile(panel);
           }
         } catch (error) {
           if (own && notFound(error)) {
             return;
           }
-          merged = false; // the merge could not be made: Lab's own save (and its checks)
+          // the file could not be taken in: Lab's own save (and its checks) decide
         }
-        if (!merged && !gone()) {
+        if (!gone()) {
           const deletes = this.deletes.get(context.path) ?? 0;
           await save();
           if (own && (this.deletes.get(context.path) ?? 0) !== deletes) {
@@ -454,40 +505,6 @@ export class DocumentCoeditor {
     context.save = (): Promise<void> => enqueue(false);
     this.ownSaves.set(panel, () => enqueue(true));
   }
-}
-
-/** The parts of Lab's document context (private in Lab 4) a collaborative save goes through. */
-interface ContextInternals {
-  _raiseConflict?: (model: Contents.IModel, options: Partial<Contents.IModel>) => Promise<unknown>;
-  _contentProviderId?: string;
-  _manager?: { contents: Contents.IManager };
-}
-
-/**
- * With jupyter-collaboration the room is the file's only writer and saves the shared document
- * after every change; a save is a request to the room to write that document, which holds
- * every window's and the workflow's cells. A "File Changed" conflict there is the room's own
- * save racing the window's notice of it, and "Overwrite" (the room writes the shared document
- * again) is always the answer that loses nothing. So a collaborative document's save does not
- * ask: it overwrites. Outside collaboration Lab's check stays (and the co-editor merges).
- */
-function roomSavesAreNotConflicts(panel: NotebookPanel): void {
-  const context = panel.context;
-  const internals = context as unknown as ContextInternals;
-  const ask = internals._raiseConflict;
-  if (typeof ask !== 'function') {
-    return; // another Lab: its own check and dialog stay
-  }
-  internals._raiseConflict = (model, options) => {
-    const manager = internals._manager;
-    if (!context.model.collaborative || !manager) {
-      return ask.call(context, model, options);
-    }
-    return manager.contents.save(context.path, {
-      ...options,
-      contentProviderId: internals._contentProviderId
-    } as Partial<Contents.IModel>);
-  };
 }
 
 /** Lab's ``[*]`` on the cell the workflow runs now (its ``notebook_bcc.status``), no

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { canonical, mergeCells, mergeNotebook, type CellJson } from '../src/threeWay';
+import { random } from './helpers';
 
 function cell(id: string, source: string, extra: Record<string, unknown> = {}): CellJson {
   return { id, cell_type: 'code', source, metadata: {}, outputs: [], ...extra } as CellJson;
@@ -75,18 +76,6 @@ describe('mergeNotebook', () => {
     });
   });
 });
-
-/** A small seeded generator (mulberry32): the same seed gives the same sequence. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Side {
   cells: CellJson[];

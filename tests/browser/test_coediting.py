@@ -108,10 +108,25 @@ def model_cells(page: Page) -> list[dict[str, Any]]:
 
 
 def wait_model(page: Page, condition: str, timeout: float = PROGRESS_MS) -> None:
-    """Wait until ``condition`` (JS over ``cells``, the open document's cells) holds."""
-    page.wait_for_function(
-        f"() => {{ const cells = ({MODEL_CELLS})(); return {condition}; }}", timeout=timeout
-    )
+    """Wait until ``condition`` (JS over ``cells``, the open document's cells) holds; on a
+    timeout the error shows the document's cells and every dialog the page opened."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            f"() => {{ const cells = ({MODEL_CELLS})(); return {condition}; }}", timeout=timeout
+        )
+    except PlaywrightTimeout:
+        seen = page.evaluate(
+            """() => ({
+              dirty: window.jupyterapp.shell.currentWidget?.context?.model.dirty,
+              modified: window.jupyterapp.shell.currentWidget?.context?.contentsModel
+                ?.last_modified,
+              dialogs: window.__bccDialogs ?? null,
+            })"""
+        )
+        cells = [(c["id"], c["source"][:40], c["bcc"]) for c in model_cells(page)]
+        raise AssertionError(f"timed out waiting for {condition}: {seen}, cells {cells}") from None
 
 
 # A wait_for_function predicate: dismisses the file browser's "Directory not found" dialogs
@@ -155,11 +170,21 @@ SELECT_CELL = """index => {
 
 
 def add_own_cell(page: Page, source: str) -> None:
-    """Select the last cell, insert a cell below (``b``) and type ``source`` into it."""
+    """Select the last cell, insert a cell below (``b``) and type ``source`` into it, the way
+    a person does: they type once they see the cursor in the new cell (under load Lab draws
+    a new cell's editor a moment after ``Enter``; keys pressed before that are commands)."""
     page.evaluate(SELECT_CELL, -1)
     page.keyboard.press("b")
     page.keyboard.press("Enter")
+    editor = notebook_panel(page).locator(".jp-Cell.jp-mod-active .cm-content")
+    expect(editor).to_be_focused(timeout=UI_MS)
     page.keyboard.type(source)
+    page.wait_for_function(
+        """s => window.jupyterapp.shell.currentWidget.content.activeCell?.model.sharedModel
+          .getSource() === s""",
+        arg=source,
+        timeout=UI_MS,
+    )
     page.keyboard.press("Escape")
 
 
@@ -455,6 +480,110 @@ def test_two_windows_on_one_notebook_save_without_a_dialog(lab: Lab, pages: Page
         "from_first = 2",
     ):
         assert sum(expected in s for s in sources) == 1, (expected, sources)
+
+
+# Holds the answers to the requests that carry the notebook (a save's PUT, a GET of its
+# content) until the test releases them one by one: a slow network, made deterministic.
+HOLD_ANSWERS = """
+window.__bccHold = null;
+window.__bccHeld = [];
+const plainFetch = window.fetch.bind(window);
+window.fetch = async (input, init) => {
+  const request = input instanceof Request ? input : new Request(input, init);
+  const hold = window.__bccHold;
+  const held = hold && request.url.includes(hold)
+      && (request.method === 'PUT' || request.url.includes('content=1'));
+  const answer = await plainFetch(input, init);
+  if (held) {
+    await new Promise(resolve => window.__bccHeld.push(resolve));
+  }
+  return answer;
+};
+"""
+
+COUNT_SAVES = """() => {
+  window.__bccSaved = 0;
+  window.jupyterapp.shell.currentWidget.context.saveState.connect((_, state) => {
+    if (state === 'completed' || state === 'failed') { window.__bccSaved++; }
+  });
+}"""
+
+
+@pytest.mark.parametrize("lab", ["single-user"], indirect=True)
+def test_what_is_typed_while_a_save_takes_in_a_newer_file_is_kept(lab: Lab, pages: Pages) -> None:
+    """A save that finds the file changed (another window saved it) takes that file in and
+    writes both, also when the other window saves again in the instant before this save
+    writes. What the user types while that save's requests travel stays in the document --
+    the file taken in replaces none of it, and a save that ends does not mark it saved when
+    it is not in the file -- and their next save writes it. (Lab's revert dropped it, a
+    save racing the other window's overwrote that window's cell or asked "File Changed", and
+    Lab marks a document clean when a save ends, typing during the save included.)"""
+    page = pages.new()
+    page.add_init_script(DIALOG_WATCH)
+    page.add_init_script(HOLD_ANSWERS)
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    add_own_cell(page, "first = 1")
+    save(page)
+
+    def other_window_saves(cell_id: str, source: str) -> None:
+        model = lab.ok("GET", f"api/contents/{notebook}?content=1")
+        cell = {"id": cell_id, "cell_type": "code", "source": source, "metadata": {}}
+        model["content"]["cells"].append(cell | {"outputs": [], "execution_count": None})
+        lab.ok(
+            "PUT",
+            f"api/contents/{notebook}",
+            {"type": "notebook", "format": "json", "content": model["content"]},
+        )
+
+    other_window_saves("other-window", "other = 3")
+
+    # this user adds a cell and saves; while each request of that save is on its way they
+    # type on in that cell
+    add_own_cell(page, "second = 2")
+    page.evaluate(COUNT_SAVES)
+    page.evaluate("p => { window.__bccHold = '/api/contents/' + p + '?'; }", notebook)
+    notebook_panel(page).locator(".jp-Notebook").first.focus()
+    page.keyboard.press("Control+s")
+    markers: list[str] = []
+    # (until the save ends, or the document is clean with nothing on its way: a save that
+    # did not go through Lab's own, and reloaded the file)
+    done = """() => window.__bccSaved > 0 || (window.__bccHeld.length === 0
+        && !window.jupyterapp.shell.currentWidget.context.model.dirty)"""
+    while True:
+        page.wait_for_function(f"() => window.__bccHeld.length > 0 || ({done})()", timeout=UI_MS)
+        if page.evaluate(done):
+            break
+        if not markers:  # into the cell just added, at its end
+            page.keyboard.press("Enter")
+            editor = notebook_panel(page).locator(".jp-Cell.jp-mod-active .cm-content")
+            expect(editor).to_be_focused(timeout=UI_MS)
+            page.keyboard.press("Control+End")
+        markers.append(f"  # typed {len(markers) + 1}")
+        page.keyboard.type(markers[-1])
+        wait_model(page, has_cell(markers[-1]), timeout=UI_MS)
+        if len(markers) == 1:  # the file was read: the other window saves once more now
+            other_window_saves("late-window", "late = 4")
+        page.evaluate("() => window.__bccHeld.shift()()")
+    # the file read, read again after the late save, and the save's PUT
+    assert len(markers) >= 3, markers
+    page.keyboard.press("Escape")
+    for marker in markers:
+        wait_model(page, has_cell(marker), timeout=UI_MS)
+    saved = "".join(joined(c) for c in file_cells(lab, notebook))
+    for expected in ("other = 3", "late = 4", "second = 2"):
+        assert expected in saved, (expected, saved)
+    unsaved = [m for m in markers if m not in saved]
+    assert unsaved, (markers, saved)  # typed during the PUT: not in that save's file...
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
+
+    # ... and the next save writes it, with every cell once and no dialog
+    page.evaluate("() => { window.__bccHold = null; }")
+    save(page)
+    sources = [joined(c) for c in file_cells(lab, notebook)]
+    for expected in ("first = 1", "other = 3", "late = 4", "second = 2", *markers):
+        assert sum(expected in s for s in sources) == 1, (expected, sources)
+    assert dialogs(page) == []
 
 
 def test_the_cell_the_workflow_runs_shows_labs_running_prompt(lab: Lab, pages: Pages) -> None:

@@ -318,6 +318,7 @@ def test_unsaved_edits_stay_and_the_workflow_cells_join_them(lab: Lab, pages: Pa
     # the user types into the notebook and does not save
     editor = notebook_cells(page).first.locator(".cm-content")
     editor.click()
+    expect(editor).to_be_focused(timeout=UI_MS)  # a person types once they see the cursor
     page.keyboard.type("  # an unsaved edit")
     tab = notebook_tab(page, "edited.ipynb")
     expect(tab).to_have_class(DIRTY)
