@@ -213,6 +213,8 @@ export interface WorkflowSummary {
   live: boolean;
   running: boolean;
   last_activity?: string | null;
+  /** Set when the server refused to recover it at start-up, and why. */
+  not_recovered?: { reason: 'altered' | 'not_recovered'; message: string } | null;
 }
 
 export interface FsmTransition {

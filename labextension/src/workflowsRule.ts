@@ -47,6 +47,10 @@ export function summaryLine(w: WorkflowSummary, now: Date): SummaryLine {
   if (w.reason && ['paused', 'failed', 'interrupted'].includes(w.run_status)) {
     status += `: ${w.reason}`;
   }
-  const where = w.live ? '' : ' · not running in this server';
+  const where = w.not_recovered
+    ? ` · not recovered by this server: ${w.not_recovered.message}`
+    : w.live
+      ? ''
+      : ' · not running in this server';
   return { notebook, status, detail: `last activity ${ago(w.last_activity, now)}${where}` };
 }

@@ -31,6 +31,15 @@ describe('summaryLine', () => {
     assert.equal(line.status, 'Waiting for you · 2 decisions to answer');
     assert.equal(line.detail, 'last activity 5 min ago');
   });
+  it('says why a restarted server did not recover a workflow', () => {
+    const message = 'the store was altered after it was written (cells row 3)';
+    const line = summaryLine(
+      summary({ live: false, not_recovered: { reason: 'altered', message } }),
+      NOW
+    );
+    assert.match(line.detail, /not recovered by this server: the store was altered/);
+    assert.doesNotMatch(line.detail, /not running in this server/);
+  });
   it('names a deleted notebook and a paused reason', () => {
     const line = summaryLine(
       summary({

@@ -194,6 +194,17 @@ class PlannerList(WireModel):
     planners: list[PlannerKind]
 
 
+class NotRecovered(WireModel):
+    """Why a restarted server does not drive an active workflow (its commands answer 409)."""
+
+    reason: Literal["altered", "not_recovered"] = Field(
+        description="'altered': the store fails its checks (tampered or damaged); "
+        "'not_recovered': its settings could not be taken up (e.g. a planner path outside "
+        "the server root)."
+    )
+    message: str = Field(description="The same words its commands' 409 carries.")
+
+
 class WorkflowSummary(WireModel):
     """One line of ``GET /workflows``."""
 
@@ -212,6 +223,10 @@ class WorkflowSummary(WireModel):
     )
     kernel_id: str | None = Field(
         default=None, description="The session kernel it runs on (live workflows only)."
+    )
+    not_recovered: NotRecovered | None = Field(
+        default=None,
+        description="Set when this server, at start-up, refused to recover it (and why).",
     )
 
 

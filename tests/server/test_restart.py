@@ -387,7 +387,11 @@ def test_a_restarted_server_does_not_recover_a_workflow_from_an_altered_store(
         assert body["details"]["reason"] == "altered", body
         assert "was altered after it was written" in body["message"], body
         assert "cells row" in body["message"], body
-        assert not second.row(workflow_id)["live"]
+        row = second.row(workflow_id)
+        assert not row["live"]
+        # the list says why, in the words of the 409
+        assert row["not_recovered"]["reason"] == "altered", row
+        assert row["not_recovered"]["message"] in body["message"], row
         # nothing new is written into a store that can never verify again
         code, body = second.api(
             "POST",
@@ -452,6 +456,9 @@ def test_a_restarted_server_does_not_load_a_stored_blueprint_from_outside_its_ro
         assert code == 409, body
         assert body["details"]["reason"] == "not_recovered", body
         assert "resolves outside the server root" in body["message"], body
+        reason = second.row(workflow_id)["not_recovered"]
+        assert reason["reason"] == "not_recovered", reason
+        assert "resolves outside the server root" in reason["message"], reason
     finally:
         assert second.stop() is not None
     assert not (tmp_path / "PWNED").exists(), "the blueprint from outside the root ran"
