@@ -98,9 +98,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return result.button.accept && chosen ? chosen.path : null;
       },
       fileExists: async path => {
+        // asked of the folder's listing: a GET of a missing file is a 404 in the server log
+        // each time a start form opens
+        const slash = path.lastIndexOf('/');
+        const folder = slash >= 0 ? path.slice(0, slash) : '';
+        const name = path.slice(slash + 1);
         try {
-          const model = await docManager.services.contents.get(path, { content: false });
-          return model.type !== 'directory';
+          const listing = await docManager.services.contents.get(folder, {
+            type: 'directory',
+            content: true
+          });
+          const entries = (listing.content ?? []) as Array<{ name: string; type: string }>;
+          return entries.some(entry => entry.name === name && entry.type !== 'directory');
         } catch {
           return false;
         }

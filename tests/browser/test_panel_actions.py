@@ -115,6 +115,9 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
     expect(tid(panel, "bcc-connection")).to_have_attribute("data-mode", "live", timeout=UI_MS)
     (started,) = lab.workflows(notebook)
     workflow_id = started["workflow_id"]
+    # the form looked for a workflow.yaml beside the notebook in the folder's listing, not by
+    # asking for the file (a 404 in the server's log each time a start form opened)
+    assert "actions/workflow.yaml" not in lab.log_tail(1_000_000)
 
     # the workflow's cells appear in the open notebook, which stays clean
     cells = notebook_cells(page)
