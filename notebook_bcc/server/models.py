@@ -202,7 +202,7 @@ class NotRecovered(WireModel):
         "'not_recovered': its settings could not be taken up (e.g. a planner path outside "
         "the server root)."
     )
-    message: str = Field(description="The same words its commands' 409 carries.")
+    message: str = Field(description="Why, in words (its commands' 409 message ends with it).")
 
 
 class WorkflowSummary(WireModel):

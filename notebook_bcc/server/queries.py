@@ -18,7 +18,6 @@ from notebook_bcc.server.errors import (
 from notebook_bcc.server.live import LiveWorkflow
 from notebook_bcc.server.models import (
     DiagramDocument,
-    NotRecovered,
     PlannerList,
     TraceDocument,
     WorkflowList,
@@ -123,20 +122,13 @@ class QueryRoom(ServiceCore):
                     live=live is not None,
                     running=live is not None and live.running,
                     kernel_id=live.kernel.kernel_id if live is not None else None,
-                    not_recovered=self._not_recovered(workflow_id),
+                    not_recovered=self.refused.get(workflow_id),
                     last_activity=max(
                         (t for t in (snap.fsm.timestamp, snap.run.since) if t), default=None
                     ),
                 )
             )
         return WorkflowList(workflows=rows)
-
-    def _not_recovered(self, workflow_id: str) -> NotRecovered | None:
-        refused = self.refused.get(workflow_id)
-        if refused is None:
-            return None
-        reason, message = refused
-        return NotRecovered.model_validate({"reason": reason, "message": message})
 
     def planner_kinds(self) -> PlannerList:
         """Every planner kind, whether this server runs it and why not, with its defaults."""

@@ -23,6 +23,7 @@ from notebook_bcc.server.errors import (
     ServiceStoppedError,
 )
 from notebook_bcc.server.live import LiveWorkflow, is_finished
+from notebook_bcc.server.models import NotRecovered
 from notebook_bcc.server.orphans import end_orphan
 from notebook_bcc.server.restore import (
     kernel_record,
@@ -134,7 +135,7 @@ class RecoveryRoom(ServiceCore):
         try:
             altered = await asyncio.shield(checked)
             if altered is not None:
-                self.refused[workflow_id] = ("altered", altered)
+                self.refused[workflow_id] = NotRecovered(reason="altered", message=altered)
                 log.error("notebook-bcc: workflow %s not recovered: %s", workflow_id, altered)
                 return
             before = await store.load(workflow_id)
@@ -170,9 +171,9 @@ class RecoveryRoom(ServiceCore):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.refused[workflow_id] = (
-                "not_recovered",
-                f"this server could not recover it: {type(exc).__name__}: {exc}",
+            self.refused[workflow_id] = NotRecovered(
+                reason="not_recovered",
+                message=f"this server could not recover it: {type(exc).__name__}: {exc}",
             )
             log.error(
                 "notebook-bcc: could not recover workflow %s: %s: %s; it stays listed (DELETE "

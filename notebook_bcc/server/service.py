@@ -136,13 +136,12 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
         snapshot = await self.snapshot(workflow_id)
         refused = self.refused.get(workflow_id)
         if refused is not None:
-            reason, message = refused
             raise WorkflowNotLiveError(
-                f"workflow {workflow_id} was not recovered: {message}",
+                f"workflow {workflow_id} was not recovered: {refused.message}",
                 details={
                     "workflow_id": workflow_id,
                     "run_status": snapshot.run.status,
-                    "reason": reason,
+                    "reason": refused.reason,
                 },
             )
         raise WorkflowNotLiveError(

@@ -36,6 +36,7 @@ from notebook_bcc.server.errors import (
 )
 from notebook_bcc.server.kernels import Kernels, NotebookKernel
 from notebook_bcc.server.live import LiveWorkflow, ServiceSettings
+from notebook_bcc.server.models import NotRecovered
 from notebook_bcc.server.restore import (
     replace_kernel,
     restart_kernel,
@@ -77,10 +78,10 @@ class ServiceCore:
         self.store_check: asyncio.Future[str | None] | None = None
         """The start-up verification of the store (None: nothing was active to recover, so
         nothing was checked): its result is what makes the store untrustworthy, or None."""
-        self.refused: dict[str, tuple[str, str]] = {}
+        self.refused: dict[str, NotRecovered] = {}
         """Workflows found active at start-up and not recovered: a reason code (``altered``:
         the store was changed behind its back, :meth:`~.recover.RecoveryRoom._altered`;
-        ``not_recovered``: recovery failed) and a message."""
+        ``not_recovered``: recovery failed) and a message, as ``GET /workflows`` lists them."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
