@@ -152,12 +152,17 @@ SHOW_DOCUMENT = """p => {
 
 
 def save(page: Page) -> None:
-    """Ctrl-S in the notebook, then wait until the tab is clean."""
+    """Ctrl-S in the notebook, then wait until Lab's save command is over: the tab is clean
+    and the checkpoint it makes after the save is made. (Lab ignores a Ctrl-S pressed while
+    its last save command is still under way, and the tab is clean before that command has
+    made its checkpoint: a person sees their next Ctrl-S do nothing and presses it again.)"""
     notebook_panel(page).locator(".jp-Notebook").first.focus()
-    page.keyboard.press("Control+s")
-    page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=UI_MS
-    )
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.split("?")[0].endswith("/checkpoints"),
+        timeout=UI_MS,
+    ):
+        page.keyboard.press("Control+s")
+    wait_model(page, "!window.jupyterapp.shell.currentWidget.context.model.dirty", UI_MS)
 
 
 SELECT_CELL = """index => {
