@@ -6,7 +6,7 @@
 import type { BccApi } from './api';
 import { h, replaceChildren } from './dom';
 import type { WorkflowSummary } from './types';
-import { summaryLine } from './workflowsRule';
+import { splitReleased, summaryLine } from './workflowsRule';
 
 /** How often the open list refreshes itself. */
 const REFRESH_MS = 3000;
@@ -24,6 +24,7 @@ export class WorkflowsList {
   private readonly listNode: HTMLElement;
   private timer: number | null = null;
   private loading = false;
+  private releasedOpen = false;
 
   constructor(private readonly services: WorkflowsListServices) {
     this.listNode = h('div', { class: 'jp-NotebookBcc-workflowsList' });
@@ -76,7 +77,31 @@ export class WorkflowsList {
       );
       return;
     }
-    replaceChildren(this.listNode, ...workflows.map(w => this.row(w)));
+    const { current, released } = splitReleased(workflows);
+    const rows: HTMLElement[] = current.map(w => this.row(w));
+    if (current.length === 0) {
+      rows.push(h('p', { class: 'jp-NotebookBcc-muted' }, 'No workflow holds a notebook.'));
+    }
+    if (released.length > 0) {
+      // the group keeps its open/closed state across the list's refreshes
+      const wasOpen = this.releasedOpen;
+      const group = h(
+        'details',
+        { class: 'jp-NotebookBcc-releasedWorkflows', 'data-testid': 'bcc-workflows-released' },
+        h(
+          'summary',
+          { class: 'jp-NotebookBcc-muted' },
+          `Released (${released.length}): deleted, or replaced by a newer workflow; their records stay`
+        ),
+        ...released.map(w => this.row(w))
+      ) as HTMLDetailsElement;
+      group.open = wasOpen;
+      group.addEventListener('toggle', () => {
+        this.releasedOpen = group.open;
+      });
+      rows.push(group);
+    }
+    replaceChildren(this.listNode, ...rows);
   }
 
   private row(w: WorkflowSummary): HTMLElement {
@@ -123,6 +148,11 @@ export class WorkflowsList {
           {
             class: 'jp-Button jp-mod-styled jp-mod-warn',
             'data-testid': 'bcc-workflow-delete',
+            disabled: !w.active && !w.live,
+            title:
+              !w.active && !w.live
+                ? 'Released already: it holds no notebook (its record stays for its trace)'
+                : 'Stop it and release its notebook',
             onclick: () => void this.remove(w)
           },
           'Delete'

@@ -49,8 +49,26 @@ export function summaryLine(w: WorkflowSummary, now: Date): SummaryLine {
   }
   const where = w.not_recovered
     ? ` · not recovered by this server: ${w.not_recovered.message}`
-    : w.live
-      ? ''
-      : ' · not running in this server';
+    : !w.active
+      ? ' · released its notebook (deleted, or replaced by a newer workflow)'
+      : w.live
+        ? ''
+        : ' · not running in this server';
   return { notebook, status, detail: `last activity ${ago(w.last_activity, now)}${where}` };
+}
+
+/**
+ * The list's two groups: the workflows that hold their notebook, and those released (deleted
+ * from the list, or replaced by a newer workflow on their notebook). A released workflow's
+ * record stays in the store (its trace); it is shown apart, so that a Delete visibly takes
+ * the row out of the list a person works with.
+ */
+export function splitReleased(workflows: readonly WorkflowSummary[]): {
+  current: WorkflowSummary[];
+  released: WorkflowSummary[];
+} {
+  return {
+    current: workflows.filter(w => w.active || w.live),
+    released: workflows.filter(w => !w.active && !w.live)
+  };
 }

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { ago, summaryLine } from '../src/workflowsRule';
+import { ago, splitReleased, summaryLine } from '../src/workflowsRule';
 import type { WorkflowSummary } from '../src/types';
 
 const NOW = new Date('2026-11-25T10:00:00Z');
@@ -53,6 +53,34 @@ describe('summaryLine', () => {
     assert.equal(line.notebook, 'notebook deleted');
     assert.equal(line.status, 'Paused: the notebook a/b.ipynb was deleted');
     assert.match(line.detail, /not running in this server/);
+  });
+});
+
+describe('released workflows', () => {
+  it('says a released workflow let go of its notebook, not that it is not running here', () => {
+    const line = summaryLine(
+      summary({ active: false, live: false, running: false, run_status: 'cancelled' }),
+      NOW
+    );
+    assert.match(line.detail, /released its notebook \(deleted, or replaced/);
+    assert.doesNotMatch(line.detail, /not running in this server/);
+  });
+  it('puts released workflows apart, each group in the order given', () => {
+    const a = summary({ workflow_id: 'a' });
+    const b = summary({ workflow_id: 'b', active: false, live: false });
+    const c = summary({ workflow_id: 'c', live: false });
+    const d = summary({ workflow_id: 'd', active: false, live: false });
+    // (a live workflow is never shown as released, whatever its flag says)
+    const e = summary({ workflow_id: 'e', active: false, live: true });
+    const { current, released } = splitReleased([a, b, c, d, e]);
+    assert.deepEqual(
+      current.map(w => w.workflow_id),
+      ['a', 'c', 'e']
+    );
+    assert.deepEqual(
+      released.map(w => w.workflow_id),
+      ['b', 'd']
+    );
   });
 });
 

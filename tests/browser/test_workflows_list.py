@@ -80,6 +80,31 @@ def test_a_stuck_run_is_cancelled_from_the_workflows_list(lab: Lab, pages: Pages
         "p => window.jupyterapp.shell.currentWidget?.context?.path === p", arg=notebook
     )
 
+    # Delete takes the row out of the list a person works with: the workflow released its
+    # notebook, and its record (the trace) is under "Released", where it cannot be deleted
+    # again
+    tid(row, "bcc-workflow-delete").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Delete this workflow?")
+    dialog.locator(".jp-mod-accept").click()
+    released = tid(listed, "bcc-workflows-released")
+    expect(released).to_contain_text("Released (1)", timeout=UI_MS)
+    current = listed.locator(f'.jp-NotebookBcc-workflowsList > [data-workflow-id="{workflow_id}"]')
+    expect(current).to_have_count(0)
+    moved = released.locator(f'[data-workflow-id="{workflow_id}"]')
+    expect(moved).not_to_be_visible()  # the group starts closed
+    released.locator("summary").click()
+    expect(moved).to_be_visible()
+    expect(moved).to_contain_text("released its notebook")
+    expect(tid(moved, "bcc-workflow-delete")).to_be_disabled()
+    # it stays open across the list's own refreshes (every 3 s)
+    listing = "/notebook-bcc/api/workflows"
+    with page.expect_response(lambda r: r.url.split("?")[0].endswith(listing)):
+        pass
+    expect(moved).to_be_visible()
+    assert lab.api("GET", f"workflows/{workflow_id}")["run"]["status"] == "cancelled"
+    shot(page, "20-6b-workflows-list-released")
+
 
 def test_a_workflow_deleted_while_shown_reads_not_running_here_not_offline(
     lab: Lab, pages: Pages
