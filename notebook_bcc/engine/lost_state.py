@@ -36,7 +36,7 @@ from notebook_bcc.workflow.effects import add_current
 
 if TYPE_CHECKING:
     from notebook_bcc.engine.host import EngineHost
-    from notebook_bcc.models.snapshot import PendingDecision
+    from notebook_bcc.models.snapshot import PendingDecision, WorkflowSnapshot
 
 KIND = "lost_state"
 """The decision's kind."""
@@ -118,6 +118,16 @@ async def ask(engine: EngineHost, skipped: list[tuple[CellRow, ExecutionContract
             lost.append((row, original, names))
     if not lost:
         return False
+    # an approved re-run the process stopped in (recovery failed it "interrupted"): its side
+    # effect may have happened; the question says so rather than asking as if it never ran
+    interrupted = {
+        str(c.metadata.get("of"))
+        for c in contracts
+        if c.action_type == "replay"
+        and c.metadata.get(KIND)
+        and c.status is ExecutionStatus.FAILED
+        and c.error_message == "interrupted"
+    }
     records: list[HistoryEntry | TraceRecord] = []
     held: list[ExecutionContract] = []
     for row, original, _ in lost:
@@ -140,6 +150,11 @@ async def ask(engine: EngineHost, skipped: list[tuple[CellRow, ExecutionContract
         f"by itself; missing: {shown}). Approve to re-run it once now (its side effect happens "
         "again); reject to continue without that state; or cancel the workflow."
     )
+    if any(original.execution_id in interrupted for _, original, _ in lost):
+        message += (
+            " An approved re-run of it was under way when the process stopped: it may have "
+            "happened already (check its side effect before you approve)."
+        )
     snap, decision = engine.new_decision(
         KIND,
         message,
@@ -181,7 +196,14 @@ async def ask(engine: EngineHost, skipped: list[tuple[CellRow, ExecutionContract
 async def answer(
     engine: EngineHost, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
 ) -> None:
-    """Approve: re-run the lost irreversible cells once, silently; reject: go on without."""
+    """Approve: re-run the lost irreversible cells once, silently; reject: go on without.
+
+    An approval is committed before the first cell re-runs (write-ahead, as every irreversible
+    action): the decision and each cell's contract RUNNING. So a stop command sees a cell
+    running and interrupts it, and a process killed during the re-run leaves a record that
+    it may have happened (recovery fails the contract "interrupted"; the next rebuild asks
+    again and says so) instead of the same open question, as if nobody had approved.
+    """
     workflow_id = engine.snapshot.workflow_id
     wanted = [str(c) for c in pending.details.get("contracts", [])]
     contracts = {
@@ -193,62 +215,88 @@ async def answer(
         raise NotebookBccError(f"the cells of {pending.id} are no longer waiting")
     if decision == "approve":
         await ensure_unaltered(engine, "no irreversible cell is re-run from it")
-    engine.snapshot = drop_pending(engine.snapshot, pending.id)
-    session = engine.runtime.session
-    timeout = engine.options.cell_timeout or REPLAY_TIMEOUT
     records: list[HistoryEntry | TraceRecord] = []
-    settled: list[ExecutionContract] = []
-    effects: list[str] = []
+    resumed: list[ExecutionContract] = []
     for contract_id in wanted:
         held = contracts.get(contract_id)
-        if held is None:
-            continue
-        cell_id = held.metadata.get("cell_id")
-        resumed, more = fire(held, "resume", actor=actor)
-        records += more
+        if held is not None:
+            running, more = fire(held, "resume", actor=actor)
+            records += more
+            resumed.append(running)
+    decided = EventDraft(
+        "decision",
+        event=decision,
+        actor=actor,
+        detail={"id": pending.id, "kind": KIND, "cells": pending.details.get("cells")},
+    )
+    if decision == "approve":
+        await engine.commit(
+            _after_answer(drop_pending(engine.snapshot, pending.id)),
+            records=records,
+            contracts=resumed,
+            events=[decided],
+            kinds=frozenset({"decision"}),
+        )
+        records, events = [], []
+    else:
+        engine.snapshot = drop_pending(engine.snapshot, pending.id)
+        events = [decided]
+    settled: list[ExecutionContract] = []
+    effects: list[str] = []
+    for running in resumed:
+        cell_id = running.metadata.get("cell_id")
         if decision == "reject":
-            done, last = fire(resumed, "reject", actor=actor, error_message="continue without")
+            done, rejected = fire(running, "reject", actor=actor, error_message="continue without")
+            last: list[TraceRecord] = list(rejected)
             effects.append(
                 f"WARN: continued without the state of irreversible cell {cell_id} "
                 f"({actor} chose not to re-run it)"
             )
         else:
-            code = str(held.action_detail.get("code") or "")
-            try:
-                reply = await session.silent(code, timeout=timeout)
-                content = reply.content
-            except NotebookBccError as exc:
-                content = {"status": "error", "ename": type(exc).__name__, "evalue": exc.message}
-            if content.get("status") == "ok":
-                done, last = fire(resumed, "succeed", actor=actor, result="re-run once")
-                effects.append(
-                    f"WARN: irreversible cell {cell_id} re-run once to restore its state "
-                    f"(approved by {actor})"
-                )
-            else:
-                why = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
-                done, last = fire(resumed, "fail", actor=actor, error_message=why)
-                effects.append(f"WARN: re-running irreversible cell {cell_id} failed: {why}")
-        records += last
+            done, last, effect = await _rerun(engine, running, actor)
+            effects.append(effect)
+        records = [*records, *last]
         settled.append(done)
     snap = engine.snapshot
     snap = snap.model_copy(update={"effects": add_current(snap.effects, effects)})
-    if not snap.run.pending:
-        snap = with_run(snap, "running")
     await engine.commit(
-        snap,
+        _after_answer(snap),
         records=records,
         contracts=settled,
-        events=[
-            EventDraft(
-                "decision",
-                event=decision,
-                actor=actor,
-                detail={"id": pending.id, "kind": KIND, "cells": pending.details.get("cells")},
-            )
-        ],
+        events=events,
         kinds=frozenset({"decision", "replay"}),
     )
+
+
+def _after_answer(snap: WorkflowSnapshot) -> WorkflowSnapshot:
+    """The run goes on once no decision waits any more."""
+    return snap if snap.run.pending else with_run(snap, "running")
+
+
+async def _rerun(
+    engine: EngineHost, running: ExecutionContract, actor: str
+) -> tuple[ExecutionContract, list[TraceRecord], str]:
+    """Re-run one lost cell silently (its contract is RUNNING in the store): the settled
+    contract, its records, and the effect line that says what happened."""
+    cell_id = running.metadata.get("cell_id")
+    code = str(running.action_detail.get("code") or "")
+    timeout = engine.options.cell_timeout or REPLAY_TIMEOUT
+    try:
+        reply = await engine.runtime.session.silent(code, timeout=timeout)
+        content = reply.content
+    except NotebookBccError as exc:
+        content = {"status": "error", "ename": type(exc).__name__, "evalue": exc.message}
+    if content.get("status") == "ok":
+        done, last = fire(running, "succeed", actor=actor, result="re-run once")
+        return (
+            done,
+            last,
+            f"WARN: irreversible cell {cell_id} re-run once to restore its state "
+            f"(approved by {actor})",
+        )
+    why = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
+    done, last = fire(running, "fail", actor=actor, error_message=why)
+    return done, last, f"WARN: re-running irreversible cell {cell_id} failed: {why}"
 
 
 __all__ = ["KIND", "answer", "ask", "bound_names", "pending_decision"]

@@ -187,6 +187,8 @@ class ServiceCore:
         """Start the run loop unless it runs already or the run is not ``running``."""
         if self._closing or live.running or live.engine.stopped():
             return
+        if self._live.get(live.workflow_id) is not live:
+            return  # retired meanwhile (deleted while a command was being answered)
         live.task = asyncio.ensure_future(self._drive(live))
 
     async def _drive(self, live: LiveWorkflow) -> None:
@@ -229,6 +231,12 @@ class ServiceCore:
             if late:
                 task.cancel()
                 await asyncio.wait([task], timeout=self.settings.stop_timeout / 4)
+        elif live.engine.lock.locked():
+            # no run loop, but a command executes a cell (an approved re-run of a lost
+            # irreversible cell): stop that cell, and let the command record how it ended
+            await interrupt_running_cell(live, self.kernels)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(_lock_free(live), self.settings.stop_timeout / 2)
         await self._close_live(live)
         await store.call(lambda s: s.deactivate(workflow_id))
         snapshot = live.engine.snapshot
@@ -245,3 +253,9 @@ class ServiceCore:
                 await close()
             except Exception as exc:
                 log.warning("notebook-bcc: closing the %s of %s: %s", what, live.workflow_id, exc)
+
+
+async def _lock_free(live: LiveWorkflow) -> None:
+    """Return once no step or command of ``live``'s engine holds its lock."""
+    async with live.engine.lock:
+        return

@@ -27,8 +27,10 @@ def runs_a_cell(snapshot: WorkflowSnapshot) -> bool:
 
 
 async def interrupt_running_cell(live: LiveWorkflow, kernels: Kernels) -> bool:
-    """Interrupt the workflow's kernel when its run loop executes a cell; whether it did."""
-    if not live.running or not runs_a_cell(live.engine.snapshot):
+    """Interrupt the workflow's kernel when it executes a cell of the workflow (in its run
+    loop, or in a command: an approved re-run of a lost irreversible cell); whether it did."""
+    executing = live.running or live.engine.lock.locked()
+    if not executing or not runs_a_cell(live.engine.snapshot):
         return False
     km = kernels.manager_of(live.kernel.kernel_id)
     if km is None:

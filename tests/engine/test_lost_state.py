@@ -9,7 +9,13 @@ answered, survives a process change with the same id, and is not asked again onc
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,11 +49,11 @@ def _pending(db: Path) -> list[dict[str, object]]:
     return [p.model_dump(mode="json") for p in snapshot.run.pending]
 
 
-def _until_sent(tmp_path: Path) -> tuple[Path, Path]:
+def _until_sent(tmp_path: Path, blueprint: Path = BLUEPRINT) -> tuple[Path, Path]:
     """Run until the send ran and the stage confirmation waits (answered in new processes)."""
     notebook = tmp_path / "nb" / "lost.ipynb"
     db = tmp_path / "state.sqlite"
-    first = run_cli("run", BLUEPRINT, "--notebook", notebook, "--state-db", db)
+    first = run_cli("run", blueprint, "--notebook", notebook, "--state-db", db)
     assert first.returncode == 3, first.stdout + first.stderr
     for _ in range(3):
         (pending,) = _pending(db)
@@ -169,3 +175,82 @@ def test_a_with_target_alone_is_not_state_worth_repeating_a_side_effect(
     source: str, names: list[str]
 ) -> None:
     assert bound_names(source) == names
+
+
+CLI = (sys.executable, "-m", "notebook_bcc")
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs (its kernel), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def test_a_process_killed_during_an_approved_rerun_leaves_it_on_record(tmp_path: Path) -> None:
+    """The approval is committed before the irreversible cell re-runs (write-ahead). The
+    process (and its kernel) killed during the re-run: the next process does not re-run it
+    either, and the question it asks again says the approved re-run may have happened."""
+    notebook, db = _until_sent(tmp_path, FIXTURES / "engine" / "lost_state_hold.yaml")
+    (confirmation,) = _pending(db)
+    blocked = run_cli(
+        "resume", "--state-db", db, "--decision", str(confirmation["id"]), "--approve"
+    )
+    assert blocked.returncode == 3, blocked.stdout + blocked.stderr
+    lost, _ = _pending(db)
+    assert lost["kind"] == "lost_state"
+
+    approving = subprocess.Popen(
+        [*CLI, "resume", "--state-db", db, "--decision", str(lost["id"]), "--approve"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(_ledger(notebook)) < 2:  # the re-run is under way, and holds
+            assert approving.poll() is None, "the approving process ended"
+            assert time.monotonic() < deadline, "the re-run never started"
+            time.sleep(0.05)
+    finally:
+        for pid in [*_descendants(approving.pid), approving.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        approving.wait(30)
+    assert _ledger(notebook) == ["sent", "sent"]
+    # on record already: the human's answer, and the re-run's contract RUNNING
+    assert [p["kind"] for p in _pending(db)] == ["stage_confirmation"]
+
+    # the next process that goes on rebuilds its kernel (without the send) and asks again
+    again = run_cli("resume", "--state-db", db, "--decision", str(confirmation["id"]), "--approve")
+    assert again.returncode == 3, again.stdout + again.stderr
+    asked, _ = _pending(db)
+    assert asked["kind"] == "lost_state"
+    assert asked["id"] != lost["id"]
+    assert "may have happened already" in str(asked["message"]), asked["message"]
+    assert _ledger(notebook) == ["sent", "sent"], "never re-run by itself"
+    store = SqliteStore(db)
+    try:
+        (workflow_id,) = store.workflow_ids()
+        replays = [c for c in store.contracts(workflow_id) if c.action_type == "replay"]
+    finally:
+        store.close()
+    interrupted = [c for c in replays if c.status.value == "FAILED"]
+    assert [c.error_message for c in interrupted] == ["interrupted"], replays
+
+    done = run_cli("resume", "--state-db", db, "--decision", str(asked["id"]), "--reject")
+    assert done.returncode == 3, done.stdout + done.stderr  # the stage confirmation is next
+    finished = run_cli("resume", "--state-db", db, "--approve")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert _ledger(notebook) == ["sent", "sent"]
+    verified = run_cli("trace", "--state-db", db, "--verify")
+    assert verified.returncode == 0, verified.stderr
