@@ -67,6 +67,45 @@ export function replaceChildren(parent: Element, ...children: Child[]): void {
   append(parent, children);
 }
 
+/**
+ * Replace ``parent``'s children with ``children``, except that a child whose
+ * ``data-testid`` is in ``stable`` and that would be rendered exactly as it is now stays in
+ * place, the same element. A re-render while the user presses one of its buttons then does
+ * not swap the button under the pointer (the press would be lost: no click on a node that
+ * left the page between mouse down and up), nor take its focus.
+ */
+export function patchChildren(parent: Element, stable: ReadonlySet<string>, ...children: Child[]): void {
+  const now = new Map<string, Element>();
+  for (const child of Array.from(parent.children)) {
+    const testid = child.getAttribute('data-testid');
+    if (testid && stable.has(testid)) {
+      now.set(testid, child);
+    }
+  }
+  const next: Node[] = [];
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) {
+      continue;
+    }
+    const node = typeof child === 'string' ? document.createTextNode(child) : child;
+    const testid = node instanceof Element ? node.getAttribute('data-testid') : null;
+    const current = testid ? now.get(testid) : undefined;
+    next.push(current && current.isEqualNode(node) ? current : node);
+  }
+  const wanted = new Set(next);
+  for (const child of Array.from(parent.childNodes)) {
+    if (!wanted.has(child)) {
+      parent.removeChild(child);
+    }
+  }
+  next.forEach((node, index) => {
+    const there = parent.childNodes[index] ?? null;
+    if (there !== node) {
+      parent.insertBefore(node, there);
+    }
+  });
+}
+
 /** A collapsible section whose open state survives re-renders (keyed in ``openState``). */
 export function section(
   key: string,

@@ -13,7 +13,7 @@ import { Widget } from '@lumino/widgets';
 import { BccApi } from './api';
 import { WorkflowsList } from './workflowsList';
 import { ExchangeViews } from './exchanges';
-import { h, replaceChildren } from './dom';
+import { h, patchChildren, replaceChildren } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
 import { StartForm, type BrowseOptions } from './start';
@@ -57,6 +57,10 @@ export interface PanelServices {
   /** Open a notebook in the main area (the workflows list's Open). */
   openNotebook?(path: string): void;
 }
+
+/** Sections kept as they are when a re-render would draw them the same (their buttons must
+ *  not be swapped under a press, see :func:`patchChildren`). */
+const STABLE_SECTIONS: ReadonlySet<string> = new Set(['bcc-controls', 'bcc-decisions']);
 
 /** How often the panel looks for a workflow started elsewhere (CLI, REST, another tab). */
 const DISCOVER_INTERVAL_MS = 4000;
@@ -463,8 +467,9 @@ export class WorkflowPanel extends Widget {
       replaceChildren(this.bodyNode, renderEmpty(this.headerState()));
     } else {
       const ctx = this.sectionContext();
-      replaceChildren(
+      patchChildren(
         this.bodyNode,
+        STABLE_SECTIONS,
         renderControls(ctx, snapshot),
         renderDecisions(ctx, snapshot),
         renderProgress(ctx, snapshot),

@@ -417,6 +417,32 @@ def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: P
     assert lab.snapshot(workflow_id)["run"]["status"] == "cancelled"
 
 
+PLAN = "#notebook-bcc-workflow-panel [data-testid='bcc-plan']"
+
+
+def test_a_press_held_while_the_panel_updates_still_clicks(lab: Lab, pages: Pages) -> None:
+    """A person presses Cancel, and the panel draws a newer snapshot before they let go (a
+    cell ended meanwhile): the press is still a click. (Were the button drawn anew, the
+    press would be lost: the button under the pointer at mouse-up is another element.)"""
+    page, panel, workflow_id, badge = start_slow(lab, pages, "actions/pressed.ipynb", "sleep(4)")
+    page.evaluate(f"() => {{ document.querySelector({PLAN!r}).__bccDrawn = 'before'; }}")
+    box = tid(panel, "bcc-cancel").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    # held while the 4 s cell ends and the 12 s one starts, until the panel drew that
+    lab.wait_snapshot(workflow_id, running_code("sleep(12)"), "the 12 s cell running")
+    page.wait_for_function(
+        f"() => document.querySelector({PLAN!r})?.__bccDrawn === undefined", timeout=UI_MS
+    )
+    page.mouse.up()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Cancel")
+    dialog.locator(".jp-mod-accept").click()
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    assert lab.snapshot(workflow_id)["run"]["status"] == "cancelled"
+
+
 def test_a_pause_waiting_for_a_long_cell_says_so_and_leaves_cancel_usable(
     lab: Lab, pages: Pages
 ) -> None:
