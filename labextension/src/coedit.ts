@@ -30,6 +30,7 @@ import type { BccApi, CellOp, MergeAnswer } from './api';
 import { adoptInPlace } from './adopt';
 import { cellsEdited, opsStillApply } from './coeditRule';
 import { resolveConflicts } from './conflicts';
+import { serializeRenames, type SaveQueue } from './renames';
 import { canonical, mergeNotebook, type NotebookJson } from './threeWay';
 
 /** Heartbeat period; cells appear within this (sooner on a live "cell" event). */
@@ -72,6 +73,8 @@ export class DocumentCoeditor {
   private readonly deletes = new Map<string, number>();
   /** Each document's save as the co-editor makes it (skipped once the file is gone). */
   private readonly ownSaves = new WeakMap<NotebookPanel, () => Promise<void>>();
+  /** Each document's save queue (its tail, and a way to hold the saves queued after now). */
+  private readonly queues = new WeakMap<NotebookPanel, SaveQueue>();
   private readonly _writing = new Signal<this, { path: string; workflowId: string }>(this);
 
   constructor(
@@ -80,6 +83,7 @@ export class DocumentCoeditor {
     private readonly docManager: IDocumentManager
   ) {
     this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
+    serializeRenames(docManager.services.contents, tracker, this.queues);
     docManager.services.contents.fileChanged.connect((_, change) => {
       if (change.type === 'delete' && change.oldValue?.path) {
         this.deleted.add(change.oldValue.path);
@@ -502,6 +506,12 @@ export class DocumentCoeditor {
       previous = next.catch(() => undefined);
       return next;
     };
+    this.queues.set(panel, {
+      tail: () => previous,
+      hold: until => {
+        previous = previous.then(() => until).catch(() => undefined);
+      }
+    });
     context.save = (): Promise<void> => enqueue(false);
     this.ownSaves.set(panel, () => enqueue(true));
   }
