@@ -61,11 +61,13 @@ def next_commands(
     """``next: ...`` lines with the commands that continue this run (none when it is over).
 
     ``auto_confirm``: the run was driven with ``--auto-confirm``; the command that continues
-    it says so too (the option is not stored, and a resume without it stops at the first
-    decision, which an unattended user did not expect).
+    it says so too (a resume without it stops at the first decision, which an unattended user
+    did not expect). A run started with it keeps that in its stored options, so ``status``
+    after a crash says it as well.
     """
     if state_db is None:
         return []
+    auto_confirm = auto_confirm or snapshot.options.get("auto_confirm") is True
     base = f"notebook-bcc resume --state-db {shlex.quote(str(state_db))}"
     status = snapshot.run.status
     pending = snapshot.run.pending

@@ -300,13 +300,15 @@ async def _drive(
             and decision.startswith("kernel_rebuild-")
         ):
             decision = None  # the kernel was restored as this process started (D11)
-        if decision is not None:
-            try:
+        try:
+            if decision is not None:
                 await engine.decide(decision, answer, actor="human")
-            except NotebookBccError as exc:
-                print(f"error: {exc.message}", file=sys.stderr)
-                _list(engine.snapshot.run.pending)
-                return exit_code_for(engine.snapshot)
+            # --auto-confirm answers what was pending already, as it answers what arises
+            await engine.answer_delegated()
+        except NotebookBccError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            _list(engine.snapshot.run.pending)
+            return exit_code_for(engine.snapshot)
         run = engine.snapshot.run
         over = run.status in ("failed", "cancelled", "completed")  # e.g. a rejection failed it
         if not over and (run.status != "waiting" or not run.pending):

@@ -251,6 +251,30 @@ class Commands(_Rooms):
         except StepEnded:
             return  # the run failed and says why (a store altered behind its back)
 
+    async def answer_delegated(self) -> int:
+        """With ``auto_confirm``: answer the decisions already pending the way auto-confirm
+        answers them when they arise (a run started without it, or stopped before it could):
+        approve what a human may delegate (D3); the lost state of an irreversible cell is
+        answered "continue without"; an in-doubt action and a budget are left to a human.
+        Returns how many were answered."""
+        if not self.options.auto_confirm:
+            return 0
+        answered = 0
+        while True:
+            pending = self.snapshot.run.pending
+            lost = [p for p in pending if p.kind == lost_state.KIND]
+            rebuild = [p for p in pending if p.kind == "kernel_rebuild"]
+            delegable = [p for p in pending if p.kind in AUTO_CONFIRMABLE]
+            if lost:
+                await self.decide(lost[0].id, "reject", actor="auto-confirm")
+            elif any(p.kind == "in_doubt" for p in pending):
+                return answered  # the other decisions build on what a human says here
+            elif delegable:
+                await self.decide((rebuild or delegable)[0].id, "approve", actor="auto-confirm")
+            else:
+                return answered
+            answered += 1
+
     async def _answer_kind(
         self, pending: PendingDecision, decision: Literal["approve", "reject"], actor: str
     ) -> None:

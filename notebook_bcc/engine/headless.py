@@ -135,6 +135,10 @@ async def open_headless(run: HeadlessRun) -> Engine:
             parameters=run.parameters,
             budget=budget_for(run.max_tokens, run.max_planner_calls),
         )
+        # kept with the workflow: the command that continues it after a crash says so too
+        snapshot = snapshot.model_copy(
+            update={"options": {"auto_confirm": run.options.auto_confirm}}
+        )
         return await Engine.start_new(
             store=store,
             planner=run.planner,

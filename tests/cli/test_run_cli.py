@@ -10,8 +10,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from notebook_bcc.cli.next_steps import next_commands
 from notebook_bcc.models import WorkflowEvent
 from notebook_bcc.schema import json_schema
+from notebook_bcc.store.sqlite import SqliteStore
 from tests.conftest import FIXTURES
 from tests.conftest import run_cli as cli
 
@@ -373,6 +375,41 @@ def test_one_decision_at_a_time_numbers_cells_as_auto_confirm_does(tmp_path: Pat
     numbered = counts(stepped / "nb.ipynb")
     assert numbered == counts(auto / "nb.ipynb")
     assert numbered == list(range(1, len(numbered) + 1)), numbered
+
+
+def test_resume_with_auto_confirm_answers_what_is_pending_and_a_crashed_run_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """``--auto-confirm`` approves what a human may delegate, also a decision that was
+    pending already (a run started without it): ``resume --auto-confirm`` on a waiting run
+    goes on to the end instead of replaying the kernel and asking the same question. A run
+    started with it keeps that in its record, so the command ``status`` gives to continue it
+    after a crash carries it too."""
+    stepped = tmp_path / "stepped"
+    assert cli(*run_args(stepped, "confirm")).returncode == 3
+    db = stepped / "state.sqlite"
+    answered = cli("resume", "--state-db", db, "--auto-confirm")
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    status = json.loads(cli("status", "--state-db", db, "--json").stdout)
+    assert status["run"]["status"] == "completed", status["run"]
+    trace = cli("trace", "--state-db", db, "--json")
+    rows = [json.loads(line) for line in trace.stdout.splitlines()]
+    approved = [r for r in rows if r["actor"] == "auto-confirm" and r["result"] == "approved"]
+    assert len(approved) == 1, trace.stdout[-2000:]  # the stage confirmation, by auto-confirm
+
+    auto = tmp_path / "auto"
+    assert cli(*run_args(auto, "confirm", "--auto-confirm")).returncode == 0
+    store = SqliteStore(auto / "state.sqlite")
+    try:
+        (workflow_id,) = store.workflow_ids()
+        kept = store.load(workflow_id)
+    finally:
+        store.close()
+    assert kept.options.get("auto_confirm") is True
+    crashed = kept.model_copy(update={"run": kept.run.model_copy(update={"status": "running"})})
+    assert next_commands(crashed, "s.db") == [
+        "next: notebook-bcc resume --state-db s.db --auto-confirm   (continues where it stopped)"
+    ]
 
 
 @pytest.mark.parametrize("way", ["raise", "reject"])
