@@ -7,11 +7,13 @@ what it needs), so ``notebook-bcc --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sqlite3
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 from notebook_bcc import __version__
 from notebook_bcc.cli.deferred_imports import defer_iri_grammar
@@ -33,6 +35,27 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: a mistyped option is named with the closest real one, and an
+    error is one line plus where to read more, not the whole usage of a long command."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``prog: error: message`` and the ``--help`` hint; exit 2."""
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n(see {self.prog} --help)\n")
+
+    def unknown(self, extra: Sequence[str]) -> NoReturn:
+        """Refuse arguments this command does not take, with a "did you mean" per option."""
+        known = [o for action in self._actions for o in action.option_strings]
+        hints = []
+        for item in extra:
+            close = difflib.get_close_matches(item.split("=", 1)[0], known, n=1)
+            if item.startswith("-") and close:
+                hints.append(f"{item} (did you mean {close[0]}?)")
+            else:
+                hints.append(item)
+        self.error(f"unrecognized arguments: {', '.join(hints)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
@@ -40,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run DSLC workflows planned by an AI or a YAML blueprint in real notebooks.",
     )
     parser.add_argument("--version", action="version", version=f"notebook-bcc {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=CommandParser
+    )
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
@@ -86,12 +111,26 @@ def _undecodable_text(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _command_parser(parser: argparse.ArgumentParser, name: str | None) -> CommandParser | None:
+    """The parser of subcommand ``name``, if there is one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            chosen = action.choices[name]
+            return chosen if isinstance(chosen, CommandParser) else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse arguments and run the chosen handler; returns the exit code."""
     _STARTED[0] = time.monotonic()
     defer_iri_grammar()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = _command_parser(parser, getattr(args, "command", None))
+        if command is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        command.unknown(extra)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
