@@ -12,7 +12,7 @@ from notebook_bcc.cli.next_steps import decision_lines
 if TYPE_CHECKING:
     from notebook_bcc.engine.engine import Engine, RunResult
     from notebook_bcc.models.event import WorkflowEvent
-    from notebook_bcc.models.snapshot import WorkflowSnapshot
+    from notebook_bcc.models.snapshot import ActionQueue, WorkflowSnapshot
 
 
 class View(Protocol):
@@ -246,11 +246,10 @@ class RichView(PlainView):
                 step_node = node.add(f"[yellow]▶ {step.title or step.id}[/]")
                 behavior = progress.behaviors.current
                 if behavior is not None:
-                    queue = snap.action_queue
+                    done, total = action_progress(snap.action_queue)
                     step_node.add(
                         f"{behavior.agent or ''} {behavior.id} · iteration "
-                        f"{snap.location.current.behavior_iteration} · action "
-                        f"{min(queue.index + 1, len(queue.actions))}/{len(queue.actions)}"
+                        f"{snap.location.current.behavior_iteration} · action {done}/{total}"
                     )
             for step in progress.steps.remaining:
                 node.add(f"[dim]· {step.title or step.id}[/]")
@@ -276,3 +275,24 @@ class RichView(PlainView):
 def print_json(data: Any) -> None:
     """Pretty JSON on stdout."""
     print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def action_progress(queue: ActionQueue) -> tuple[int, int]:
+    """(the action running or next, how many) as a person counts them: a code cell added and
+    then run (``add`` followed by ``exec lastAddedCellId``, what one blueprint ``code:`` action
+    becomes) is one action, not two."""
+    from notebook_bcc.models.actions import AddAction, ExecAction
+
+    actions = queue.actions
+    group: list[int] = []
+    for index, action in enumerate(actions):
+        runs_the_added = (
+            index > 0
+            and isinstance(action, ExecAction)
+            and action.codecell_id == "lastAddedCellId"
+            and isinstance(actions[index - 1], AddAction)
+        )
+        group.append(group[-1] if runs_the_added else (group[-1] + 1 if group else 1))
+    if not group:
+        return 0, 0
+    return group[min(queue.index, len(group) - 1)], group[-1]

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from notebook_bcc.cli.views import PlainView, summary_lines
+from notebook_bcc.cli.views import PlainView, action_progress, summary_lines
 from notebook_bcc.models import WorkflowEvent, new_snapshot
-from notebook_bcc.models.snapshot import PlannerSettings, Usage
+from notebook_bcc.models.actions import AddAction, ExecAction
+from notebook_bcc.models.snapshot import ActionQueue, PlannerSettings, Usage
 
 
 def _shown(capsys: pytest.CaptureFixture[str], **event: Any) -> str:
@@ -62,3 +63,28 @@ def test_the_summary_says_its_time_is_this_commands(monkeypatch: pytest.MonkeyPa
     snapshot = new_snapshot("wf-1", "run-1")
     lines = summary_lines(snapshot, RunResult(snapshot, 0, 21, 0.1))
     assert "cells: 21; time in this command: 24.0 s" in lines
+
+
+def test_a_code_action_added_then_run_counts_once_in_the_tree() -> None:
+    """A blueprint ``code:`` action is queued as ``add`` + ``exec lastAddedCellId``: the tree
+    says action 1/1, not 2/2; markdown and an exec of an earlier cell count on their own."""
+    queue = ActionQueue(
+        actions=[
+            AddAction(content="# Title", shot_type="markdown"),
+            AddAction(content="x = 1", shot_type="code"),
+            ExecAction(codecell_id="lastAddedCellId"),
+            ExecAction(codecell_id="cell-1"),
+        ]
+    )
+    assert action_progress(queue) == (1, 3)
+    assert action_progress(queue.model_copy(update={"index": 2})) == (2, 3)
+    assert action_progress(queue.model_copy(update={"index": 3})) == (3, 3)
+    assert action_progress(queue.model_copy(update={"index": 9})) == (3, 3)
+    assert action_progress(ActionQueue()) == (0, 0)
+    one = ActionQueue(
+        actions=[
+            AddAction(content="x", shot_type="code"),
+            ExecAction(codecell_id="lastAddedCellId"),
+        ]
+    )
+    assert action_progress(one) == (1, 1)
