@@ -120,6 +120,7 @@ def cli_child(
             Path(record).write_text(json.dumps(commits))
         sys.stdout.flush()
         sys.stderr.flush()
+        Path(f"{log}.code").write_text(str(code))  # what the CLI answered (see spawn)
         os._exit(code)
 
 
@@ -148,6 +149,12 @@ def _record_commits(commits: list[dict[str, Any]]) -> None:
     SqliteStore.commit = logged_commit  # type: ignore[method-assign]
 
 
+FORKSERVER_LOST = 255
+"""``Process.exitcode`` when the forkserver could not read the child's status back (CPython's
+``popen_forkserver`` on ``EOFError``/``OSError``): seen once in CI for a ``trace --verify``
+whose log said "chain verified"."""
+
+
 def spawn(
     argv: Sequence[str],
     log: Path,
@@ -170,6 +177,12 @@ def spawn(
         raise TimeoutError(f"{' '.join(argv)} took more than {CHILD_TIMEOUT:.0f} s (log {log})")
     code = process.exitcode
     process.close()
+    told = Path(f"{log}.code")
+    if code == FORKSERVER_LOST and told.exists():
+        # the forkserver could not report the child's status (multiprocessing then says 255,
+        # a code the CLI never uses); the child wrote its own code as it exited
+        code = int(told.read_text())
+    told.unlink(missing_ok=True)
     return code
 
 
