@@ -259,20 +259,27 @@ class Commands(_Rooms):
         Returns how many were answered."""
         if not self.options.auto_confirm:
             return 0
+        # each decision pending now, once (one that arises meanwhile is answered by the engine
+        # as it arises; a rebuild that fails again asks anew and must not loop here)
+        asked = {p.id for p in self.snapshot.run.pending}
         answered = 0
         while True:
-            pending = self.snapshot.run.pending
+            pending = [p for p in self.snapshot.run.pending if p.id in asked]
+            if any(p.kind == "in_doubt" for p in self.snapshot.run.pending) and not any(
+                p.kind == lost_state.KIND for p in pending
+            ):
+                return answered  # the other decisions build on what a human says there
             lost = [p for p in pending if p.kind == lost_state.KIND]
             rebuild = [p for p in pending if p.kind == "kernel_rebuild"]
             delegable = [p for p in pending if p.kind in AUTO_CONFIRMABLE]
             if lost:
-                await self.decide(lost[0].id, "reject", actor="auto-confirm")
-            elif any(p.kind == "in_doubt" for p in pending):
-                return answered  # the other decisions build on what a human says here
+                chosen, answer = lost[0], "reject"
             elif delegable:
-                await self.decide((rebuild or delegable)[0].id, "approve", actor="auto-confirm")
+                chosen, answer = (rebuild or delegable)[0], "approve"
             else:
                 return answered
+            asked.discard(chosen.id)
+            await self.decide(chosen.id, answer, actor="auto-confirm")  # type: ignore[arg-type]
             answered += 1
 
     async def _answer_kind(
