@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.context import ForkServerContext
@@ -120,7 +122,6 @@ def cli_child(
             Path(record).write_text(json.dumps(commits))
         sys.stdout.flush()
         sys.stderr.flush()
-        Path(f"{log}.code").write_text(str(code))  # what the CLI answered (see spawn)
         os._exit(code)
 
 
@@ -149,10 +150,12 @@ def _record_commits(commits: list[dict[str, Any]]) -> None:
     SqliteStore.commit = logged_commit  # type: ignore[method-assign]
 
 
-FORKSERVER_LOST = 255
-"""``Process.exitcode`` when the forkserver could not read the child's status back (CPython's
-``popen_forkserver`` on ``EOFError``/``OSError``): seen once in CI for a ``trace --verify``
-whose log said "chain verified"."""
+REAP_LOCK = threading.Lock()
+"""Held to start, reap and close a child. ``Process.start()`` polls every other live child
+(multiprocessing's ``_cleanup``), and polling a forkserver child reads its exit status off a
+pipe: a poll in one thread racing ``join`` in another leaves one of them at EOF, which
+multiprocessing reports as exit code 255 (CI saw "the run exited 255, expected -9" and
+"trace --verify exited 255" for children whose logs showed the kill or the verify)."""
 
 
 def spawn(
@@ -169,20 +172,19 @@ def spawn(
         args=(list(argv), env, str(log), str(record) if record else None),
         daemon=False,
     )
-    process.start()
-    process.join(CHILD_TIMEOUT)
-    if process.exitcode is None:
-        process.kill()
+    with REAP_LOCK:
+        process.start()
+    # wait without reading the status: the sentinel turns readable when the child exits
+    ended = multiprocessing.connection.wait([process.sentinel], CHILD_TIMEOUT)
+    with REAP_LOCK:
+        if not ended:
+            process.kill()
         process.join()
+        code = process.exitcode
+        process.close()
+    if not ended:
         raise TimeoutError(f"{' '.join(argv)} took more than {CHILD_TIMEOUT:.0f} s (log {log})")
-    code = process.exitcode
-    process.close()
-    told = Path(f"{log}.code")
-    if code == FORKSERVER_LOST and told.exists():
-        # the forkserver could not report the child's status (multiprocessing then says 255,
-        # a code the CLI never uses); the child wrote its own code as it exited
-        code = int(told.read_text())
-    told.unlink(missing_ok=True)
+    assert code is not None
     return code
 
 
