@@ -8,6 +8,7 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol
 
 from notebook_bcc.cli.next_steps import decision_lines
+from notebook_bcc.workflow.metrics import stage_counts
 
 if TYPE_CHECKING:
     from notebook_bcc.engine.engine import Engine, RunResult
@@ -39,11 +40,7 @@ def choose_view(*, json_lines: bool) -> View:
 
 def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[str]:
     """The end-of-run summary: outcome, stages, cells, metrics, time, where things are."""
-    stages = snapshot.location.progress.stages
-    done = {s.id for s in stages.completed if s.completion_status == "success"}
-    planned = {s.id for s in [*stages.completed, *stages.remaining]} | (
-        {stages.current.id} if stages.current else set()
-    )
+    done, planned = stage_counts(snapshot)  # what overall_progress divides, below
     metrics = snapshot.metrics
     lines = [
         f"workflow {snapshot.workflow_id}: {snapshot.run.status}"

@@ -24,6 +24,21 @@ def _finished(progress: LevelProgress) -> int:
     return int(current is not None and current.completion_status is not None)
 
 
+def stage_counts(snapshot: WorkflowSnapshot) -> tuple[set[str], set[str]]:
+    """(stages completed without failing, stages planned) by id: what ``overall_progress``
+    divides, and what a summary's "stages: n/m completed" must say too. A current stage that
+    already has its completion status (``stage_completed``) counts as completed."""
+    stages = snapshot.location.progress.stages
+    completed = {item.id for item in stages.completed if item.completion_status != "failed"}
+    if stages.current is not None and stages.current.completion_status not in (None, "failed"):
+        completed.add(stages.current.id)
+    planned = completed | {item.id for item in stages.completed}
+    planned |= {item.id for item in stages.remaining}
+    if stages.current is not None:
+        planned.add(stages.current.id)
+    return completed, planned
+
+
 def compute_metrics(snapshot: WorkflowSnapshot) -> Metrics:
     """The D20 progress metrics of ``snapshot`` (acceptance and PCS carried over).
 
@@ -57,13 +72,7 @@ def compute_metrics(snapshot: WorkflowSnapshot) -> Metrics:
             required.extend(item.required_variables)
     needed = set(required)
     known = known_variables(snapshot)
-    completed_stages = {item.id for item in stages.completed if item.completion_status != "failed"}
-    if stages.current is not None and stages.current.completion_status not in (None, "failed"):
-        completed_stages.add(stages.current.id)
-    planned_stages = completed_stages | {item.id for item in stages.completed}
-    planned_stages |= {item.id for item in stages.remaining}
-    if stages.current is not None:
-        planned_stages.add(stages.current.id)
+    completed_stages, planned_stages = stage_counts(snapshot)
     steps_done = len(steps.completed) + _finished(steps)
     return snapshot.metrics.model_copy(
         update={

@@ -59,9 +59,11 @@ def test_the_summary_says_its_time_is_this_commands(monkeypatch: pytest.MonkeyPa
     from notebook_bcc import cli
     from notebook_bcc.engine.engine import RunResult
 
-    monkeypatch.setattr(cli, "_STARTED", [time.monotonic() - 24.04])
     snapshot = new_snapshot("wf-1", "run-1")
-    lines = summary_lines(snapshot, RunResult(snapshot, 0, 21, 0.1))
+    result = RunResult(snapshot, 0, 21, 0.1)
+    # set last: the summary rounds to 0.1 s, so nothing slow (an import) may come between
+    monkeypatch.setattr(cli, "_STARTED", [time.monotonic() - 24.04])
+    lines = summary_lines(snapshot, result)
     assert "cells: 21; time in this command: 24.0 s" in lines
 
 
@@ -88,3 +90,36 @@ def test_a_code_action_added_then_run_counts_once_in_the_tree() -> None:
         ]
     )
     assert action_progress(one) == (1, 1)
+
+
+def test_the_summary_counts_stages_as_overall_progress_does() -> None:
+    """A run waiting after its fifth of six stages said ``stages: 4/6 completed`` beside
+    ``overall_progress 0.83``: the line left out the current stage that had completed."""
+    from notebook_bcc.models.snapshot import LevelProgress, PlanItem
+    from notebook_bcc.workflow.metrics import refresh_metrics
+
+    snapshot = new_snapshot("wf-1", "run-1")
+    stages = LevelProgress(
+        completed=[PlanItem(id=f"s{n}", completion_status="success") for n in range(4)],
+        current=PlanItem(id="s4", completion_status="success"),
+        remaining=[PlanItem(id="s5")],
+    )
+    progress = snapshot.location.progress.model_copy(update={"stages": stages})
+    snapshot = refresh_metrics(
+        snapshot.model_copy(
+            update={"location": snapshot.location.model_copy(update={"progress": progress})}
+        )
+    )
+    lines = summary_lines(snapshot, None)
+    assert lines[1].startswith("stages: 5/6 completed")
+    assert "overall_progress 0.83" in lines[2]
+    failed = stages.model_copy(update={"current": PlanItem(id="s4", completion_status="failed")})
+    progress = progress.model_copy(update={"stages": failed})
+    snapshot = refresh_metrics(
+        snapshot.model_copy(
+            update={"location": snapshot.location.model_copy(update={"progress": progress})}
+        )
+    )
+    lines = summary_lines(snapshot, None)
+    assert lines[1].startswith("stages: 4/6 completed")
+    assert "overall_progress 0.67" in lines[2]
