@@ -11,7 +11,14 @@ import pytest
 from notebook_bcc.cli.views import PlainView, action_progress, summary_lines
 from notebook_bcc.models import WorkflowEvent, new_snapshot
 from notebook_bcc.models.actions import AddAction, ExecAction
-from notebook_bcc.models.snapshot import ActionQueue, PlannerSettings, Usage
+from notebook_bcc.models.snapshot import (
+    ActionQueue,
+    LevelProgress,
+    PlanItem,
+    PlannerSettings,
+    Usage,
+)
+from notebook_bcc.workflow.metrics import refresh_metrics
 
 
 def _shown(capsys: pytest.CaptureFixture[str], **event: Any) -> str:
@@ -92,34 +99,25 @@ def test_a_code_action_added_then_run_counts_once_in_the_tree() -> None:
     assert action_progress(one) == (1, 1)
 
 
+def _with_stages(stages: LevelProgress) -> list[str]:
+    snapshot = new_snapshot("wf-1", "run-1")
+    progress = snapshot.location.progress.model_copy(update={"stages": stages})
+    location = snapshot.location.model_copy(update={"progress": progress})
+    return summary_lines(refresh_metrics(snapshot.model_copy(update={"location": location})), None)
+
+
 def test_the_summary_counts_stages_as_overall_progress_does() -> None:
     """A run waiting after its fifth of six stages said ``stages: 4/6 completed`` beside
     ``overall_progress 0.83``: the line left out the current stage that had completed."""
-    from notebook_bcc.models.snapshot import LevelProgress, PlanItem
-    from notebook_bcc.workflow.metrics import refresh_metrics
-
-    snapshot = new_snapshot("wf-1", "run-1")
     stages = LevelProgress(
         completed=[PlanItem(id=f"s{n}", completion_status="success") for n in range(4)],
         current=PlanItem(id="s4", completion_status="success"),
         remaining=[PlanItem(id="s5")],
     )
-    progress = snapshot.location.progress.model_copy(update={"stages": stages})
-    snapshot = refresh_metrics(
-        snapshot.model_copy(
-            update={"location": snapshot.location.model_copy(update={"progress": progress})}
-        )
-    )
-    lines = summary_lines(snapshot, None)
+    lines = _with_stages(stages)
     assert lines[1].startswith("stages: 5/6 completed")
     assert "overall_progress 0.83" in lines[2]
     failed = stages.model_copy(update={"current": PlanItem(id="s4", completion_status="failed")})
-    progress = progress.model_copy(update={"stages": failed})
-    snapshot = refresh_metrics(
-        snapshot.model_copy(
-            update={"location": snapshot.location.model_copy(update={"progress": progress})}
-        )
-    )
-    lines = summary_lines(snapshot, None)
+    lines = _with_stages(failed)
     assert lines[1].startswith("stages: 4/6 completed")
     assert "overall_progress 0.67" in lines[2]
