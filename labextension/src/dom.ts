@@ -36,7 +36,7 @@ export function h<K extends keyof HTMLElementTagNameMap>(
       continue;
     }
     if (typeof value === 'function') {
-      element.addEventListener(name.replace(/^on/, ''), value);
+      listen(element, name.replace(/^on/, ''), value);
     } else if (name === 'class') {
       element.className = String(value);
     } else if (value === true) {
@@ -68,11 +68,12 @@ export function replaceChildren(parent: Element, ...children: Child[]): void {
 }
 
 /**
- * Replace ``parent``'s children with ``children``, except that a child whose
- * ``data-testid`` is in ``stable`` and that would be rendered exactly as it is now stays in
- * place, the same element. A re-render while the user presses one of its buttons then does
- * not swap the button under the pointer (the press would be lost: no click on a node that
- * left the page between mouse down and up), nor take its focus.
+ * Re-render ``parent``'s children, keeping the stable ones: a child whose ``data-testid`` is
+ * in ``stable`` stays the same element when the new one has the same shape, its attributes,
+ * text and handlers brought up to date in place (:func:`morph`). A re-render while the user
+ * presses one of its buttons then does not swap the button under the pointer (the press
+ * would be lost: no click on a node that left the page between mouse down and up), nor take
+ * its focus -- also when the button's title or state changed meanwhile.
  */
 export function patchChildren(parent: Element, stable: ReadonlySet<string>, ...children: Child[]): void {
   const now = new Map<string, Element>();
@@ -90,7 +91,7 @@ export function patchChildren(parent: Element, stable: ReadonlySet<string>, ...c
     const node = typeof child === 'string' ? document.createTextNode(child) : child;
     const testid = node instanceof Element ? node.getAttribute('data-testid') : null;
     const current = testid ? now.get(testid) : undefined;
-    next.push(current && current.isEqualNode(node) ? current : node);
+    next.push(current && morph(current, node as Element) ? current : node);
   }
   const wanted = new Set(next);
   for (const child of Array.from(parent.childNodes)) {
@@ -104,6 +105,84 @@ export function patchChildren(parent: Element, stable: ReadonlySet<string>, ...c
       parent.insertBefore(node, there);
     }
   });
+}
+
+/** Attributes that name what an element stands for: never morphed into another value (a
+ *  card of one decision does not become another decision's, with what was typed in it). */
+const IDENTITY_ATTRIBUTES = ['data-decision-id', 'data-testid'];
+
+/** The handlers :func:`h` attached, by element and event type (see :func:`listen`). */
+const handlers = new WeakMap<Element, Map<string, (event: Event) => void>>();
+
+/** Attach ``handler`` through one listener per type that calls the element's current handler,
+ *  so :func:`morph` can hand an element the handler of the element it replaces. */
+function listen(element: Element, type: string, handler: (event: Event) => void): void {
+  let own = handlers.get(element);
+  if (!own) {
+    own = new Map();
+    handlers.set(element, own);
+  }
+  if (!own.has(type)) {
+    element.addEventListener(type, event => handlers.get(element)?.get(type)?.(event));
+  }
+  own.set(type, handler);
+}
+
+/**
+ * Make ``current`` (in the page) look and act like ``next`` (just rendered) without
+ * replacing it: attributes, text and handlers are synced, children pairwise when they have
+ * the same shape (else replaced). False, touching nothing, when the two are not the same
+ * kind of element (another tag, another identity).
+ */
+export function morph(current: Element, next: Element): boolean {
+  if (current.tagName !== next.tagName) {
+    return false;
+  }
+  if (IDENTITY_ATTRIBUTES.some(name => current.getAttribute(name) !== next.getAttribute(name))) {
+    return false;
+  }
+  for (const name of current.getAttributeNames()) {
+    if (!next.hasAttribute(name)) {
+      current.removeAttribute(name);
+    }
+  }
+  for (const name of next.getAttributeNames()) {
+    const value = next.getAttribute(name) as string;
+    if (current.getAttribute(name) !== value) {
+      current.setAttribute(name, value);
+    }
+  }
+  const wanted = handlers.get(next);
+  for (const type of handlers.get(current)?.keys() ?? []) {
+    if (!wanted?.has(type)) {
+      handlers.get(current)?.delete(type);
+    }
+  }
+  for (const [type, handler] of wanted ?? []) {
+    listen(current, type, handler);
+  }
+  const have = Array.from(current.childNodes);
+  const want = Array.from(next.childNodes);
+  const pairs = have.length === want.length && have.every((node, i) => sameShape(node, want[i]));
+  if (pairs && have.every((node, i) => syncChild(node, want[i]))) {
+    return true;
+  }
+  current.replaceChildren(...want);
+  return true;
+}
+
+function sameShape(a: Node, b: Node): boolean {
+  return a.nodeType === b.nodeType && a.nodeName === b.nodeName;
+}
+
+function syncChild(current: Node, next: Node): boolean {
+  if (current instanceof Element && next instanceof Element) {
+    return morph(current, next);
+  }
+  if (current.nodeValue !== next.nodeValue) {
+    current.nodeValue = next.nodeValue;
+  }
+  return true;
 }
 
 /** A collapsible section whose open state survives re-renders (keyed in ``openState``). */

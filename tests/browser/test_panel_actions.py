@@ -418,6 +418,7 @@ def test_cancel_while_running_uses_the_state_after_the_dialog(lab: Lab, pages: P
 
 
 PLAN = "#notebook-bcc-workflow-panel [data-testid='bcc-plan']"
+CANCEL = "#notebook-bcc-workflow-panel [data-testid='bcc-cancel']"
 
 
 def test_a_press_held_while_the_panel_updates_still_clicks(lab: Lab, pages: Pages) -> None:
@@ -425,9 +426,35 @@ def test_a_press_held_while_the_panel_updates_still_clicks(lab: Lab, pages: Page
     cell ended meanwhile): the press is still a click. (Were the button drawn anew, the
     press would be lost: the button under the pointer at mouse-up is another element.)"""
     page, panel, workflow_id, badge = start_slow(lab, pages, "actions/pressed.ipynb", "sleep(4)")
-    page.evaluate(f"() => {{ document.querySelector({PLAN!r}).__bccDrawn = 'before'; }}")
-    box = tid(panel, "bcc-cancel").bounding_box()
-    assert box is not None
+    cancel = tid(panel, "bcc-cancel")
+    expect(cancel).to_be_enabled()
+    title = cancel.get_attribute("title")
+    # mark the button and make its drawn title stale: the next drawing differs from the page
+    # (as when a control's state changes while it is pressed), so the panel cannot keep the
+    # section as it is; it must bring the same button up to date
+    page.evaluate(
+        f"""() => {{
+            document.querySelector({PLAN!r}).__bccDrawn = 'before';
+            const button = document.querySelector({CANCEL!r});
+            button.__bccPressed = true;
+            button.setAttribute('title', 'stale');
+            const seen = (window.__bccSeen = []);
+            const name = t => t?.getAttribute?.('data-testid') ?? t?.nodeName;
+            for (const type of ['mousedown', 'mouseup', 'click']) {{
+                const note = e => seen.push(`${{type}} ${{name(e.target)}}`);
+                document.addEventListener(type, note, true);
+            }}
+            new MutationObserver(changes => {{
+                for (const c of changes) {{
+                    seen.push(`changed ${{name(c.target)}} ${{c.type}} ${{c.attributeName ?? ''}}`);
+                }}
+            }}).observe(button, {{
+                attributes: true, childList: true, characterData: true, subtree: true
+            }});
+        }}"""
+    )
+    box = cancel.bounding_box()
+    assert box is not None, "the Cancel button is on the page"
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
     # held while the 4 s cell ends and the 12 s one starts, until the panel drew that
@@ -435,9 +462,18 @@ def test_a_press_held_while_the_panel_updates_still_clicks(lab: Lab, pages: Page
     page.wait_for_function(
         f"() => document.querySelector({PLAN!r})?.__bccDrawn === undefined", timeout=UI_MS
     )
+    kept = page.evaluate(
+        f"() => {{ const b = document.querySelector({CANCEL!r});"
+        " return [b.__bccPressed === true, b.getAttribute('title')]; }"
+    )
+    assert kept == [True, title], "the same button, its title drawn anew"
     page.mouse.up()
     dialog = page.locator(".jp-Dialog")
-    expect(dialog).to_contain_text("Cancel")
+    try:
+        expect(dialog).to_contain_text("Cancel", timeout=UI_MS)
+    except AssertionError as exc:
+        seen = page.evaluate("() => window.__bccSeen")
+        raise AssertionError(f"no dialog after the press; the page saw {seen}") from exc
     dialog.locator(".jp-mod-accept").click()
     expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
     assert lab.snapshot(workflow_id)["run"]["status"] == "cancelled"
