@@ -278,7 +278,7 @@ def action_progress(queue: ActionQueue) -> tuple[int, int]:
     """(the action running or next, how many) as a person counts them: a code cell added and
     then run (``add`` followed by ``exec lastAddedCellId``, what one blueprint ``code:`` action
     becomes) is one action, not two."""
-    from notebook_bcc.models.actions import AddAction, ExecAction
+    from notebook_bcc.models.actions import LAST_ADDED_CELL, AddAction, ExecAction
 
     actions = queue.actions
     group: list[int] = []
@@ -286,7 +286,7 @@ def action_progress(queue: ActionQueue) -> tuple[int, int]:
         runs_the_added = (
             index > 0
             and isinstance(action, ExecAction)
-            and action.codecell_id == "lastAddedCellId"
+            and action.codecell_id == LAST_ADDED_CELL
             and isinstance(actions[index - 1], AddAction)
         )
         group.append(group[-1] if runs_the_added else (group[-1] + 1 if group else 1))
