@@ -7,6 +7,7 @@
  */
 import {
   ILabShell,
+  ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
@@ -53,14 +54,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The notebook-bcc Workflow side panel.',
   autoStart: true,
   requires: [INotebookTracker, IDocumentManager],
-  optional: [ICommandPalette, IMermaidManager, ILabShell],
+  optional: [ICommandPalette, IMermaidManager, ILabShell, ILayoutRestorer],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     docManager: IDocumentManager,
     palette: ICommandPalette | null,
     mermaid: IMermaidManager | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    restorer: ILayoutRestorer | null
   ): void => {
     const api = new BccApi(app.serviceManager.serverSettings);
     const navigator = new NotebookNavigator(tracker, id => app.shell.activateById(id)); // panelnav
@@ -155,6 +157,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.shell.add(panel, 'right', { rank: 1000 });
+    // the workspace remembers the panel: left open, it is open again after a reload
+    restorer?.add(panel, panel.id);
     const coeditor = new DocumentCoeditor(api, tracker, docManager);
     const sync = new NotebookSync(panel, docManager, path => coeditor.holds(path));
     panel.eventsReceived.connect((_, events) => {

@@ -7,6 +7,7 @@ The panel is read-only here: every decision is answered over REST, the panel onl
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from playwright.sync_api import Page
 from tests.browser.conftest import (
     DARK,
     LIGHT,
+    PANEL_ID,
     PROGRESS_MS,
     UI_MS,
     Lab,
@@ -50,6 +52,32 @@ def test_panel_shows_empty_state_for_a_notebook_without_workflow(lab: Lab, pages
     expect(tid(panel, "bcc-badge")).to_have_count(0)
     assert_panel_layout(page)
     shots(page, "10-empty")
+
+
+def test_the_panel_left_open_is_open_again_after_a_reload(lab: Lab, pages: Pages) -> None:
+    """A user who keeps the Workflow panel open and reloads the page (or comes back to the
+    workspace tomorrow) finds it open again beside the notebook, as Lab's own side panels are."""
+    lab.create_notebook("views/reload.ipynb")
+    page = pages.new()
+    workspace = "w-reload-" + secrets.token_hex(3)
+    open_lab(page, lab, "views/reload.ipynb", workspace=workspace)
+    open_panel(page)
+    # Lab writes the workspace's layout a moment after it changes: wait for the open panel in it
+    deadline = time.monotonic() + UI_MS / 1000
+    right: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        status, body = lab.request("GET", f"lab/api/workspaces/{workspace}")
+        if status == 200:
+            right = body["data"].get("layout-restorer:data", {}).get("right", {})
+        if (right.get("current"), right.get("collapsed")) == (PANEL_ID, False):
+            break
+        page.wait_for_timeout(100)  # the next poll of the saved workspace
+    assert (right.get("current"), right.get("collapsed")) == (PANEL_ID, False), right
+    open_lab(page, lab, "views/reload.ipynb", workspace=workspace)  # the page loaded again
+    panel = page.locator(f"#{PANEL_ID}")
+    expect(panel).to_be_visible(timeout=UI_MS)
+    expect(tid(panel, "bcc-empty")).to_be_visible(timeout=UI_MS)
+    shots(page, "10-reloaded")
 
 
 class HousingRun:
