@@ -126,12 +126,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         // A notebook Lab just made is still starting its session: the server would find no
         // session for the path and start a second kernel beside the one Lab is starting.
-        const session = widget ? tracker.find(panel => panel === widget)?.sessionContext : null;
+        const notebook = widget ? tracker.find(panel => panel === widget) : undefined;
+        const session = notebook?.sessionContext;
         if (session && !session.isReady) {
           await Promise.race([
             session.ready,
             new Promise(resolve => setTimeout(resolve, SESSION_WAIT_MS))
           ]);
+        }
+        // Still no kernel: the user shut it down (or picked "No Kernel"). Start the notebook's
+        // own through Lab, so the workflow runs on the kernel the notebook shows, not on a second
+        // one the server would start beside it that the notebook never sees.
+        if (notebook && session && !session.isDisposed && !session.session?.kernel) {
+          const spec = notebook.model?.getMetadata('kernelspec') as { name?: string } | undefined;
+          const name = spec?.name ?? app.serviceManager.kernelspecs.specs?.default;
+          if (name) {
+            await session.changeKernel({ name });
+          }
         }
       },
       openFigure: (title, figure) => {

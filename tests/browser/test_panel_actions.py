@@ -548,3 +548,50 @@ def _kernel_of(lab: Lab, notebook: str) -> str:
     sessions = [s for s in lab.ok("GET", "api/sessions") if s["path"] == notebook]
     assert len(sessions) == 1, sessions
     return str(sessions[0]["kernel"]["id"])
+
+
+def test_a_workflow_started_after_the_kernel_was_shut_down_runs_on_the_notebooks_kernel(
+    lab: Lab, pages: Pages
+) -> None:
+    """The user shuts the notebook's kernel down (Kernel > Shut Down Kernel: "No Kernel"),
+    then starts a workflow from the panel. The workflow's kernel is the notebook's: one
+    session for the path, the one Lab's notebook is connected to, holding the workflow's
+    variables (not a second kernel the notebook never sees)."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
+    page = pages.new()
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+    page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():
+        dialog.locator(".jp-mod-accept").click()
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel",
+        timeout=UI_MS,
+    )
+    tid(panel, "bcc-start").click()
+    form = tid(panel, "bcc-start-form")
+    tid(form, "bcc-start-kind").select_option("blueprint")
+    tid(form, "bcc-start-blueprint").fill("blueprints/slow_for_cancel.yaml")
+    tid(form, "bcc-start-problem").fill("Run on the notebook's kernel")
+    tid(form, "bcc-start-submit").click()
+    badge = tid(panel, "bcc-badge")
+    expect(badge).to_have_attribute("data-status", re.compile("^(running|waiting)$"), timeout=UI_MS)
+    (started,) = lab.workflows(notebook)
+    lab.wait_snapshot(started["workflow_id"], running_code("sleep(4)"), "the 4 s cell running")
+    kernel = _kernel_of(lab, notebook)  # one session for the notebook
+    page.wait_for_function(
+        "(id) => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.id === id",
+        arg=kernel,
+        timeout=UI_MS,
+    )
+    shots(page, "11-14-started-after-shutdown")
+    tid(panel, "bcc-cancel").click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    # the kernel metadata Lab wrote when it started the kernel is saved with the workflow's
+    # cells: the tab ends clean, the file in step with the notebook
+    expect(notebook_tab(page, notebook)).not_to_have_class(DIRTY, timeout=UI_MS)
