@@ -139,7 +139,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
         // one the server would start beside it that the notebook never sees.
         if (notebook && session && !session.isDisposed && !session.session?.kernel) {
           const spec = notebook.model?.getMetadata('kernelspec') as { name?: string } | undefined;
-          const name = spec?.name ?? app.serviceManager.kernelspecs.specs?.default;
+          const specs = app.serviceManager.kernelspecs.specs;
+          // the notebook's kernel when this server has it, else the server's default
+          const name = spec?.name && specs?.kernelspecs[spec.name] ? spec.name : specs?.default;
           if (name) {
             await session.changeKernel({ name });
           }
