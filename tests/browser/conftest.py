@@ -576,6 +576,9 @@ def notebook_tab(page: Page, name: str) -> Locator:
 def open_panel(page: Page) -> Locator:
     """Show the Workflow side panel (clicking its right-sidebar tab) and return it."""
     panel = page.locator(f"#{PANEL_ID}")
+    # a loading page restores its workspace, the panel open in it too: decide once Lab has
+    # (a click on the tab of the panel Lab is opening would close it)
+    page.wait_for_function("() => window.jupyterapp?.restored.then(() => true)", timeout=LOAD_MS)
     if not panel.is_visible():
         page.locator(f'.jp-SideBar .lm-TabBar-tab[data-id="{PANEL_ID}"]').click()
     panel.wait_for(state="visible", timeout=UI_MS)
