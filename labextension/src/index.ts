@@ -23,6 +23,7 @@ import { BccApi } from './api';
 import { fullSizeFigure } from './dom';
 import { WorkflowPanel } from './panel';
 import { DocumentCoeditor } from './coedit';
+import { KernelWatch } from './kernelWatch';
 import { NotebookSync } from './sync';
 import { browserStorage, moveStart } from './startMemory';
 import type { ControlId } from './view';
@@ -180,6 +181,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     coeditor.writing.connect((_, doc) => panel.workflowWriting(doc.path, doc.workflowId));
+    const kernelWatch = new KernelWatch({
+      notebook: path => tracker.find(widget => widget.context.path === path),
+      sessionOf: path => app.serviceManager.sessions.findByPath(path),
+      open: async path => {
+        await app.commands.execute('docmanager:open', { path });
+      },
+      offer: connect => (connect ? panel.showKernelNotice(connect) : panel.hideKernelNotice())
+    });
+    panel.snapshotChanged.connect((_, snapshot) => void kernelWatch.check(panel.path, snapshot));
+    tracker.widgetAdded.connect((_, widget) => {
+      // the user starts or picks a kernel (or Lab connects one): look again
+      const again = (): void => {
+        if (widget.context.path === panel.path) {
+          void kernelWatch.check(panel.path, panel.snapshot);
+        }
+      };
+      widget.sessionContext.sessionChanged.connect(again);
+      widget.sessionContext.kernelChanged.connect(again);
+    });
     panel.disposed.connect(() => {
       sync.dispose();
       coeditor.dispose();

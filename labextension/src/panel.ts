@@ -111,6 +111,7 @@ export class WorkflowPanel extends Widget {
       this.headerNode,
       this.notices.node,
       this.notices.reloadNode,
+      this.notices.kernelNode,
       this.formNode,
       this.bodyNode,
       this.workflowsList.node
@@ -165,6 +166,7 @@ export class WorkflowPanel extends Widget {
     this.setSnapshot(null);
     this.timeline = [];
     this.hideReloadNotice();
+    this.hideKernelNotice();
     this.closeStartForm();
     await this.discover();
   }
@@ -332,6 +334,15 @@ export class WorkflowPanel extends Widget {
 
   hideReloadNotice(): void {
     this.notices.hideReloadNotice();
+  }
+
+  /** The workflow runs on a kernel the open notebook is not connected to: offer ``connect``. */
+  showKernelNotice(connect: () => void): void {
+    this.notices.showKernelNotice(connect);
+  }
+
+  hideKernelNotice(): void {
+    this.notices.hideKernelNotice();
   }
 
   get reloadNoticeShown(): boolean {

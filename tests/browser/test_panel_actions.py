@@ -557,21 +557,7 @@ def test_a_workflow_started_after_the_kernel_was_shut_down_runs_on_the_notebooks
     then starts a workflow from the panel. The workflow's kernel is the notebook's: one
     session for the path, the one Lab's notebook is connected to, holding the workflow's
     variables (not a second kernel the notebook never sees)."""
-    (lab.root / "blueprints").mkdir(exist_ok=True)
-    (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
-    page = pages.new()
-    open_lab(page, lab)
-    notebook = new_notebook_from_the_file_menu(page)
-    panel = open_panel(page)
-    expect(tid(panel, "bcc-empty")).to_be_visible()
-    page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
-    dialog = page.locator(".jp-Dialog")
-    if dialog.count():
-        dialog.locator(".jp-mod-accept").click()
-    page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel",
-        timeout=UI_MS,
-    )
+    page, notebook, panel = notebook_without_kernel(lab, pages)
     tid(panel, "bcc-start").click()
     form = tid(panel, "bcc-start-form")
     tid(form, "bcc-start-kind").select_option("blueprint")
@@ -595,3 +581,57 @@ def test_a_workflow_started_after_the_kernel_was_shut_down_runs_on_the_notebooks
     # the kernel metadata Lab wrote when it started the kernel is saved with the workflow's
     # cells: the tab ends clean, the file in step with the notebook
     expect(notebook_tab(page, notebook)).not_to_have_class(DIRTY, timeout=UI_MS)
+
+
+def test_a_notebook_left_without_kernel_by_a_run_started_elsewhere_is_offered_its_kernel(
+    lab: Lab, pages: Pages
+) -> None:
+    """The user shut the notebook's kernel down; a script (or a colleague) starts a workflow
+    on it over REST, and the server gives the path a session with a new kernel. Lab connects a
+    notebook to its path's session only when it opens it: the notebook says "No Kernel" while
+    the workflow's variables live in that kernel. The panel says so, and Connect opens the
+    notebook again on the workflow's kernel."""
+    page, notebook, panel = notebook_without_kernel(lab, pages)
+    started = lab.start_workflow(notebook, "blueprints/slow_for_cancel.yaml", auto_confirm=False)
+    lab.wait_snapshot(started["workflow_id"], running_code("sleep(4)"), "the 4 s cell running")
+    notice = tid(panel, "bcc-kernel-notice")
+    expect(notice).to_be_visible(timeout=UI_MS)
+    assert page.evaluate(CONNECTED_KERNEL_JS) is None, "the notebook still says No Kernel"
+    shots(page, "11-15-offered-the-workflows-kernel")
+    tid(notice, "bcc-kernel-connect").click()
+    kernel = _kernel_of(lab, notebook)  # still one session for the notebook: the workflow's
+    page.wait_for_function(f"() => ({CONNECTED_KERNEL_JS})() === {kernel!r}", timeout=UI_MS)
+    expect(notice).to_have_count(0)
+    badge = tid(panel, "bcc-badge")
+    expect(badge).to_have_attribute("data-status", "running", timeout=UI_MS)
+    shots(page, "11-16-connected-to-the-workflows-kernel")
+    tid(panel, "bcc-cancel").click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    expect(notice).to_have_count(0)
+
+
+CONNECTED_KERNEL_JS = (
+    "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.id ?? null"
+)
+
+
+def notebook_without_kernel(lab: Lab, pages: Pages) -> tuple[Page, str, Locator]:
+    """A notebook Lab made, open beside the panel, its kernel shut down by the user (the slow
+    blueprint in place): (page, notebook path, panel)."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    (lab.root / "blueprints" / "slow_for_cancel.yaml").write_text(SLOW_BLUEPRINT)
+    page = pages.new()
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+    shut_down_the_kernel(page)
+    return page, notebook, panel
+
+
+def shut_down_the_kernel(page: Page) -> None:
+    """Kernel > Shut Down Kernel, as a user does it: the notebook says "No Kernel"."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("Kernel")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("Shut Down Kernel")').click()
+    page.wait_for_function(f"() => ({CONNECTED_KERNEL_JS})() === null", timeout=UI_MS)

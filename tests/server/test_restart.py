@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -189,8 +190,27 @@ class JupyterServer:
 
     def tail(self, chars: int = 4000) -> str:
         """The end of the server's log."""
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return self.log_path.read_text(errors="replace")[-chars:]
+
+    def tracebacks(self) -> list[str]:
+        """The tracebacks in the server's log (its kernels' stderr included), each from its
+        first line on, less :data:`KERNEL_PORT_RACE`'s."""
+        text = KERNEL_PORT_RACE.sub("", self.log_path.read_text(errors="replace"))
+        return [text[at.start() : at.start() + 3000] for at in re.finditer("Traceback", text)]
+
+
+KERNEL_PORT_RACE = re.compile(
+    r"Exception in thread Heartbeat:\nTraceback \(most recent call last\):\n"
+    r"(?:(?!Traceback).*\n){0,40}?"
+    r"zmq\.error\.ZMQError: Address already in use[^\n]*\n"
+)
+"""An upstream race, not this server's: jupyter_client picks a kernel's TCP ports by binding
+port 0 and closing it, the kernel binds them a moment later, and any process on the machine
+may take one in between (a connecting socket's ephemeral port, a kernel of another test). The
+kernel's heartbeat thread then dies with this traceback on its stderr, which is this log; the
+kernel runs on. Seen once in CI in the crash chain (22 servers and kernels started in turn)."""
 
 
 def _root(tmp_path: Path) -> Path:
@@ -275,7 +295,7 @@ def test_restart_resumes_an_interrupted_run_and_keeps_the_users_notebook_edits(
     assert sources[-1] == "answer = middle + 1"
     assert sum(source == "answer = middle + 1" for source in sources) == 1
     for server in (first, second):
-        assert "Traceback" not in server.log_path.read_text(errors="replace"), server.tail()
+        assert server.tracebacks() == [], server.tail()
 
 
 def test_restart_wait_policy_leaves_runs_waiting_and_never_reruns_an_action_in_doubt(
