@@ -722,6 +722,12 @@ def new_notebook_from_the_file_menu(page: Page) -> str:
         " && !!window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel",
         timeout=LOAD_MS,
     )
+    # ... and the kernel's language, which Lab writes into the notebook's metadata when the
+    # kernel's info arrives: arriving during the test's first save, it leaves the tab dirty
+    page.wait_for_function(
+        "() => !!window.jupyterapp.shell.currentWidget.model.getMetadata('language_info')",
+        timeout=LOAD_MS,
+    )
     path = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
     assert isinstance(path, str), path
     assert path.endswith(".ipynb"), path
