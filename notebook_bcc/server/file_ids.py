@@ -166,10 +166,18 @@ class FileIdFollower:
                     )
 
     async def written(self, writer: ContentsNotebookWriter) -> None:
-        """The workflow just wrote ``writer.api_path``: record that file's id."""
+        """The workflow just wrote ``writer.api_path``: record that file's id, and settle the
+        workflow there (the file is where its id says: the next check is one ``stat`` until
+        someone else changes the file; a save by rename gives it a new inode each time, and
+        without this every check after a workflow write would crawl the root)."""
+        path = writer.api_path
         for live in self.follower.service.live_workflows():
             if getattr(live.engine.runtime, "writer", None) is writer:
-                await self._record(live.workflow_id, self.ids.index(writer.api_path))
+                await self._record(live.workflow_id, self.ids.index(path))
+                stamp = self._stamp(path)
+                if stamp is not None and live.notebook_path == path:
+                    self._missing.pop(live.workflow_id, None)
+                    self._settled[live.workflow_id] = (path, stamp)
 
     # -- the decision -----------------------------------------------------------------------
 
