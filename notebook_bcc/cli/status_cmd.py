@@ -60,10 +60,22 @@ def _status(args: argparse.Namespace) -> int:
     from notebook_bcc.cli.views import print_json, summary_lines
     from notebook_bcc.engine.offline import owner_alive
     from notebook_bcc.models.contract import ExecutionStatus
+    from notebook_bcc.store.errors import ChainBrokenError
 
     store = open_existing(args.state_db)
     try:
         snapshot = store.load(pick_workflow(store, args.workflow))
+        altered = None
+        try:
+            # what status shows is read from rows resume would refuse to act on when altered:
+            # say so here, not first at the resume
+            store.verification()
+        except ChainBrokenError as exc:
+            altered = (
+                f"{args.state_db} was altered after it was written: {exc.message}; resume will "
+                f"not act on it (`notebook-bcc trace --verify --state-db {args.state_db}` "
+                "checks it again)"
+            )
         others = len(store.workflow_ids()) - 1
         owner = store.owner(snapshot.workflow_id)
         in_doubt = [
@@ -75,6 +87,9 @@ def _status(args: argparse.Namespace) -> int:
         store.close()
     if args.json:
         print_json(snapshot.model_dump(mode="json", by_alias=True))
+        if altered is not None:
+            print(f"error: {altered}", file=sys.stderr)
+            return 1
         return 0
     progress = snapshot.location.progress
     more = (
@@ -96,6 +111,8 @@ def _status(args: argparse.Namespace) -> int:
             f"  an irreversible action was running when it stopped ({where}): resume asks "
             "whether it happened; it is never run again unasked"
         )
+    if altered is not None:
+        print(f"  warning: {altered}")
     moved = moved_notebook(snapshot)
     if moved is not None:
         print(f"  warning: {moved}")
@@ -112,6 +129,8 @@ def _status(args: argparse.Namespace) -> int:
     )
     for line in summary_lines(snapshot, None)[2:]:
         print(line)
+    if altered is not None:
+        return 1  # said above; resume would refuse, so no "next:" command
     if owner_alive(owner) and snapshot.run.status not in ("completed", "cancelled"):
         # its process goes on by itself; resume would be refused
         print(

@@ -151,3 +151,40 @@ def test_a_verification_outside_a_transaction_leaves_none_open(tmp_path: Path) -
             conn.commit()
         with pytest.raises(ChainBrokenError, match="rows were deleted"):
             store.verification()
+
+
+def test_status_says_a_store_whose_tail_was_deleted_is_altered_and_offers_no_resume(
+    tmp_path: Path,
+) -> None:
+    """The last history row deleted behind the store's back: ``status`` (what a person types
+    first) says the store was altered, exits 1 and offers no ``resume`` (which would refuse);
+    ``--json`` still prints the snapshot, the error on stderr."""
+    db = tmp_path / "state.sqlite"
+    first = cli(
+        "run",
+        FIXTURES / "engine" / "confirm.yaml",
+        "--notebook",
+        tmp_path / "nb.ipynb",
+        "--state-db",
+        db,
+    )
+    assert first.returncode == 3, first.stdout + first.stderr
+    clean = cli("status", "--state-db", db)
+    assert clean.returncode == 0, clean.stderr
+    assert "altered" not in clean.stdout
+    assert "next: notebook-bcc resume" in clean.stdout
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("DELETE FROM history WHERE seq = (SELECT max(seq) FROM history)")
+        conn.commit()
+    status = cli("status", "--state-db", db)
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert f"warning: {db} was altered after it was written: history:" in status.stdout
+    assert "deleted from the end" in status.stdout
+    assert "resume will not act on it" in status.stdout
+    assert "next: notebook-bcc resume" not in status.stdout
+    assert "run: waiting" in status.stdout  # what it holds is still shown
+    as_json = cli("status", "--state-db", db, "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["run"]["status"] == "waiting"
+    assert "was altered after it was written" in as_json.stderr
+    assert "Traceback" not in status.stderr + as_json.stderr
