@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,9 @@ def http(method: str, url: str, body: Any = None, *, token: str | None = TOKEN) 
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"null")
+    except HTTPException as exc:
+        # not an HTTP server on the port (a kernel's ZMQ socket answers 0xFF): not connected
+        raise ConnectionError(f"no HTTP answer from {url}: {exc!r}") from exc
 
 
 class JupyterServer:
@@ -66,17 +70,25 @@ class JupyterServer:
     jupyter-config file) and a blocking client for the notebook-bcc API."""
 
     def __init__(self, root: Path, home: Path, *args: str, name: str = "server") -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}/"
         self.log_path = home / f"{name}.log"
         self.log = self.log_path.open("wb")
         collaboration_off(home / "config")
-        env = {
+        self._root = root
+        self._args = args
+        # the environment as it is now: a relaunch (below) starts the same server
+        self._env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(home / "config"),
             "JUPYTER_DATA_DIR": str(home / "data"),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         }
+        self._launch()
+
+    def _launch(self) -> None:
+        self.log.flush()
+        self._log_from = self.log_path.stat().st_size  # this launch's part of the log
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}/"
         self.process = subprocess.Popen(
             [
                 str(JUPYTER_SERVER),
@@ -86,15 +98,29 @@ class JupyterServer:
                 f"--port={self.port}",
                 "--ServerApp.port_retries=0",
                 f"--IdentityProvider.token={TOKEN}",
-                f"--ServerApp.root_dir={root}",
+                f"--ServerApp.root_dir={self._root}",
                 "--NotebookBccApp.write_debounce=0.1",
-                *args,
+                *self._args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            env=env,
-            cwd=root,
+            env=self._env,
+            cwd=self._root,
         )
+
+    def relaunched(self) -> bool:
+        """Start the server again on another port when it exited because another process
+        took its port first (:func:`free_port`'s race: a kernel's socket, say); True then."""
+        if self.process.poll() is None or self.log.closed:
+            return False
+        self.log.flush()
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_from)
+            if PORT_TAKEN.encode() not in log.read():
+                return False
+        self.log.write(b"\n[test harness] port taken by another process: started again\n")
+        self._launch()
+        return True
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """A request to ``path`` under the server's base URL."""
@@ -108,7 +134,8 @@ class JupyterServer:
         """Wait until ``/api/status`` answers."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.tail()
+            if not self.relaunched():
+                assert self.process.poll() is None, self.tail()
             try:
                 if self.request("GET", "api/status")[0] == 200:
                     return
@@ -200,6 +227,9 @@ class JupyterServer:
         text = KERNEL_PORT_RACE.sub("", self.log_path.read_text(errors="replace"))
         return [text[at.start() : at.start() + 3000] for at in re.finditer("Traceback", text)]
 
+
+PORT_TAKEN = "could not be started because port"
+"""What jupyter_server logs when it exits because its ``--port`` is taken (``port_retries=0``)."""
 
 KERNEL_PORT_RACE = re.compile(
     r"Exception in thread Heartbeat:\nTraceback \(most recent call last\):\n"

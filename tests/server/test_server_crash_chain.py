@@ -155,6 +155,8 @@ def _recovered(server: JupyterServer, workflow_id: str) -> bool:
     """Wait until ``server`` drives the workflow again; False when it died first."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
+        if server.relaunched():
+            continue  # it lost its port before it bound it: nothing of the run happened
         if server.process.poll() is not None:
             return False
         try:
