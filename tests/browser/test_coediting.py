@@ -650,4 +650,3 @@ def test_the_cell_the_workflow_runs_shows_labs_running_prompt(lab: Lab, pages: P
     lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the end")
     expect(second).to_have_text(finished, timeout=PROGRESS_MS)
     expect(notebook_panel(page).locator(".jp-InputPrompt", has_text="[*]")).to_have_count(0)
-
