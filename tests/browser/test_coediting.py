@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.browser.conftest import (
+    ARTIFACTS,
     LIGHT,
     PROGRESS_MS,
     UI_MS,
@@ -151,7 +152,7 @@ SHOW_DOCUMENT = """p => {
 }"""
 
 
-def save(page: Page) -> None:
+def save(page: Page, *, again_if_left_modified: bool = False) -> None:
     """Ctrl-S in the notebook, then wait until Lab's save command is over: the tab is clean
     and the checkpoint it makes after the save is made. (Lab ignores a Ctrl-S pressed while
     its last save command is still under way, and the tab is clean before that command has
@@ -167,7 +168,16 @@ def save(page: Page) -> None:
     except AssertionError as exc:
         # seen twice in CI, never here: what makes the document differ from its saved file
         differences = page.evaluate(DOCUMENT_VS_FILE)
-        raise AssertionError(f"{exc}; document vs file: {differences}") from None
+        if not again_if_left_modified:
+            raise AssertionError(f"{exc}; document vs file: {differences}") from None
+        # a setup save, not what the test is about: kept on record, and saved again as a
+        # person who sees the tab still modified does
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        record = ARTIFACTS / "save-left-modified.txt"
+        with record.open("a", encoding="utf-8") as out:
+            out.write(f"{exc}; document vs file: {differences}\n")
+        print(f"a save left the tab modified: {differences}")
+        save(page)
 
 
 DOCUMENT_VS_FILE = """async () => {
@@ -558,7 +568,7 @@ def test_what_is_typed_while_a_save_takes_in_a_newer_file_is_kept(lab: Lab, page
     open_lab(page, lab)
     notebook = new_notebook_from_the_file_menu(page)
     add_own_cell(page, "first = 1")
-    save(page)
+    save(page, again_if_left_modified=True)  # the setup (see save-left-modified.txt)
 
     def other_window_saves(cell_id: str, source: str) -> None:
         model = lab.ok("GET", f"api/contents/{notebook}?content=1")
