@@ -37,7 +37,7 @@ from notebook_bcc.server.contents import Contents
 from notebook_bcc.server.event_handlers import event_routes
 from notebook_bcc.server.exchange_handlers import exchange_routes
 from notebook_bcc.server.file_ids import DB_NAME as FILE_IDS_DB
-from notebook_bcc.server.file_ids import FILE_IDS_SETTING, FileIdFollower, local_file_ids
+from notebook_bcc.server.file_ids import FILE_IDS_SETTING, FileIdFollower, crawled_file_ids
 from notebook_bcc.server.follow import NotebookFollower
 from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
@@ -208,10 +208,11 @@ class NotebookBccApp(ExtensionApp):
         self.settings[COEDIT_SETTING] = self.service.coedit
         follower = NotebookFollower(self.service)
         follower.install(server.event_logger)
-        ids = local_file_ids(server.root_dir, Path(self.store_path).parent / FILE_IDS_DB)
-        if ids is not None:
-            self.service.file_ids = FileIdFollower(follower, ids)
-            self.settings[FILE_IDS_SETTING] = self.service.file_ids
+        # the file-id manager is built once the loop runs, on a worker thread (its crawl of
+        # the root would hold up the server's start); checks and writes wait for it
+        root, db = server.root_dir, Path(self.store_path).parent / FILE_IDS_DB
+        self.service.file_ids = FileIdFollower(follower, build=lambda: crawled_file_ids(root, db))
+        self.settings[FILE_IDS_SETTING] = self.service.file_ids
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""
@@ -222,6 +223,8 @@ class NotebookBccApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Once the event loop runs: open the store and apply the restart policy."""
         if self.service is not None:
+            if isinstance(self.service.file_ids, FileIdFollower):
+                self.service.file_ids.start()
             await self.service.start()
 
     def current_activity(self) -> list[dict[str, Any]] | None:

@@ -34,6 +34,10 @@ re-key it while the check waits on the store or the disk).
 
 After each of its own writes the workflow records the file id of what it wrote, so a terminal
 ``mv`` right after a workflow save is found by inode.
+
+The manager indexes every folder under the root when it is made (seconds for thousands of
+folders), so the server's start does not make it: :meth:`FileIdFollower.start` builds it on a
+worker thread. Meanwhile a request is answered without a check, and a write waits for it.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,6 +91,24 @@ def local_file_ids(root_dir: str, db_path: Path) -> Any | None:
         return None
 
 
+def crawled_file_ids(root_dir: str, db_path: Path) -> Any | None:
+    """:func:`local_file_ids`, built on the calling (worker) thread and handed over with no
+    connection: the manager crawls every folder under the root when it is made (seconds for a
+    root of thousands of folders, a minute for a home directory), and SQLite refuses a
+    connection on any thread but the one that opened it. :meth:`FileIdFollower.open` reopens
+    it on the event loop's thread."""
+    ids = local_file_ids(root_dir, db_path)
+    if ids is None:
+        return None
+    con = ids.con
+    try:
+        con.commit()
+        con.close()
+    finally:
+        del ids.con
+    return ids
+
+
 def _kind_checked(base: type) -> type:
     """``base`` whose crawl never takes a folder for a file it indexed (or the reverse).
 
@@ -113,9 +137,23 @@ def _kind_checked(base: type) -> type:
 class FileIdFollower:
     """Keys each live workflow to its notebook's file id (see the module docstring)."""
 
-    def __init__(self, follower: NotebookFollower, ids: Any) -> None:
+    def __init__(
+        self,
+        follower: NotebookFollower,
+        ids: Any = None,
+        *,
+        build: Callable[[], Any] | None = None,
+    ) -> None:
         self.follower = follower
         self.ids = ids
+        self._build = build
+        """Builds the manager on a worker thread (:meth:`start`) when ``ids`` is not given."""
+        self._opening: asyncio.Future[None] | None = None
+        self._ready = asyncio.Event()
+        """Set once :attr:`ids` is what it will be (given here, or built by :meth:`open`)."""
+        if ids is not None or build is None:
+            self._ready.set()
+        self._closed = False
         self._lock = asyncio.Lock()
         self._known: dict[str, str | None] = {}
         """File ids by workflow, as stored (read once per workflow: a check stays cheap)."""
@@ -127,9 +165,42 @@ class FileIdFollower:
         self._recheck: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
+    async def open(self, build: Callable[[], Any]) -> None:
+        """Build the file-id manager on a worker thread (:func:`crawled_file_ids`: its crawl
+        of the root must not hold up the server's start) and connect it on this thread.
+        Checks and writes wait for it; a workflow's notebook is never written before it is
+        found by its file id (a notebook moved while no server ran)."""
+        try:
+            ids = await asyncio.to_thread(build)
+            if ids is not None and not self._closed:
+                ids.con = sqlite3.connect(ids.db_path)
+                self.ids = ids
+        except Exception as exc:  # following is best effort: the server runs on without it
+            log.warning(
+                "notebook-bcc: no file ids (%s): renames outside Jupyter are not followed", exc
+            )
+        finally:
+            self._ready.set()
+
+    def start(self) -> None:
+        """Start building the manager (once; the server's start calls this, and so does the
+        first check if nothing did)."""
+        if self._opening is None and not self._ready.is_set() and self._build is not None:
+            self._opening = asyncio.ensure_future(self.open(self._build))
+
+    async def _usable(self) -> bool:
+        """Wait until the manager is built; whether there is one (and this is not closed)."""
+        self.start()
+        await self._ready.wait()
+        return self.ids is not None and not self._closed
+
     def close(self) -> None:
         """Close the file-id database on this (the event loop's) thread; the manager's own
         ``__del__`` would close it on whichever thread collects it, which SQLite refuses."""
+        self._closed = True
+        self._ready.set()
+        if self._opening is not None and not self._opening.done():
+            self._opening.cancel()  # a crawl still under way: its thread ends on its own
         if self._recheck is not None:
             self._recheck.cancel()
             self._recheck = None
@@ -152,9 +223,18 @@ class FileIdFollower:
         writer.before_write = self.check
         writer.after_write = self.written
 
-    async def check(self) -> None:
-        """Bring every live workflow to where its notebook's file id is now."""
+    async def check(self, *, wait: bool = True) -> None:
+        """Bring every live workflow to where its notebook's file id is now.
+
+        Before a write it waits for the manager's crawl (``wait``); a request does not (it
+        is answered at once, and follows a rename done outside Jupyter once the crawl is
+        over)."""
         if not self.follower.service.live_workflows():
+            return
+        if not wait and not self._ready.is_set():
+            self.start()
+            return
+        if not await self._usable():
             return
         async with self._lock:
             for live in list(self.follower.service.live_workflows()):
@@ -171,6 +251,8 @@ class FileIdFollower:
         someone else changes the file; a save by rename gives it a new inode each time, and
         without this every check after a workflow write would crawl the root)."""
         path = writer.api_path
+        if not await self._usable():
+            return
         for live in self.follower.service.live_workflows():
             if getattr(live.engine.runtime, "writer", None) is writer:
                 await self._record(live.workflow_id, self.ids.index(path))
@@ -299,4 +381,11 @@ class FileIdFollower:
         return own.get("workflow_id") == workflow_id
 
 
-__all__ = ["DB_NAME", "FILE_IDS_SETTING", "GONE_AFTER", "FileIdFollower", "local_file_ids"]
+__all__ = [
+    "DB_NAME",
+    "FILE_IDS_SETTING",
+    "GONE_AFTER",
+    "FileIdFollower",
+    "crawled_file_ids",
+    "local_file_ids",
+]

@@ -158,7 +158,7 @@ class BccAPIHandler(BoundedBody, JsonErrorsMixin, ExtensionHandlerMixin, APIHand
             # a notebook renamed outside Jupyter is followed before it is looked up
             file_ids = self.settings.get(FILE_IDS_SETTING)
             if file_ids is not None:
-                await file_ids.check()
+                await file_ids.check(wait=False)
 
     @property
     def service(self) -> WorkflowService:

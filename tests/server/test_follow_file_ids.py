@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from time import monotonic
@@ -16,8 +17,15 @@ from typing import Any
 import pytest
 
 from notebook_bcc.server.app import NotebookBccApp
-from notebook_bcc.server.file_ids import GONE_AFTER, FileIdFollower, local_file_ids
+from notebook_bcc.server.file_ids import (
+    GONE_AFTER,
+    FileIdFollower,
+    crawled_file_ids,
+    local_file_ids,
+)
+from notebook_bcc.server.handlers import FILE_IDS_SETTING
 from notebook_bcc.server.service import LiveWorkflow
+from notebook_bcc.store.file_ids import file_id
 from tests.conftest import requires
 from tests.server.conftest import SERVER_FIXTURES, Api, read_notebook
 from tests.server.test_coedit import until
@@ -175,6 +183,61 @@ async def test_a_notebook_removed_in_a_terminal_pauses_its_run_after_the_grace_u
     await until(lambda: live.engine.snapshot.run.status == "paused", "the pause")
     assert monotonic() - started >= GONE_AFTER
     assert "was deleted" in (live.engine.snapshot.run.reason or "")
+
+
+async def test_the_root_is_crawled_beside_the_server_and_no_workflow_write_comes_before_it(
+    bcc_app: NotebookBccApp, api: Api, root: Path, tmp_path: Path
+) -> None:
+    """The file-id manager crawls every folder under the root when it is made: seconds for
+    a root of thousands of folders (this repository with its node_modules: 4.7 s), a minute
+    for a home directory; made in the server's start, it held the server back that long.
+    It is made on a worker thread now: while it crawls, requests are answered and a workflow
+    runs, but its notebook is not written until its file id can be recorded (a notebook
+    moved while no server ran is found by it, not written again under its old name)."""
+    crawl = threading.Event()
+    crawling = threading.Event()
+
+    def held_build() -> Any:
+        crawling.set()
+        assert crawl.wait(60), "the crawl was never let go"
+        return crawled_file_ids(str(root), tmp_path / "ids.db")
+
+    before = bcc_app.service.file_ids
+    assert isinstance(before, FileIdFollower)
+    follower = FileIdFollower(before.follower, build=held_build)
+    bcc_app.service.file_ids = follower
+    bcc_app.settings[FILE_IDS_SETTING] = follower
+    try:
+        follower.start()
+        await until(crawling.is_set, "the crawl to begin")
+        started = await api.start("first.ipynb", "blueprints/confirm.yaml")
+        workflow_id = started["workflow_id"]
+        # answered while the crawl goes on, and the run goes on to its confirmation
+        waiting = await api.wait_status(workflow_id, "waiting")
+        assert waiting["run"]["pending"], waiting["run"]
+        # (the workflow made the empty notebook when it started; its cells wait)
+        text = (root / "first.ipynb").read_text() if (root / "first.ipynb").exists() else ""
+        assert "reviewed = True" not in text, "written before its file id could be kept"
+        crawl.set()
+        await until(
+            lambda: (
+                (root / "first.ipynb").exists()
+                and "reviewed = True" in (root / "first.ipynb").read_text()
+            ),
+            "the held write",
+        )
+        live = bcc_app.service.live(workflow_id)
+        assert live is not None
+        await live.engine.runtime.writer.settled()
+        store = await bcc_app.service.start()
+        recorded = await store.call(lambda s: file_id(s, workflow_id))
+        assert recorded is not None
+        assert follower.ids.get_path(recorded) == "first.ipynb"
+    finally:
+        crawl.set()
+        follower.close()
+        bcc_app.service.file_ids = before
+        bcc_app.settings[FILE_IDS_SETTING] = before
 
 
 async def test_after_its_own_save_a_workflow_finds_its_notebook_without_crawling_the_root(
