@@ -95,7 +95,7 @@ def crawled_file_ids(root_dir: str, db_path: Path) -> Any | None:
     """:func:`local_file_ids`, built on the calling (worker) thread and handed over with no
     connection: the manager crawls every folder under the root when it is made (seconds for a
     root of thousands of folders, a minute for a home directory), and SQLite refuses a
-    connection on any thread but the one that opened it. :meth:`FileIdFollower.open` reopens
+    connection on any thread but the one that opened it. :meth:`FileIdFollower.start` reopens
     it on the event loop's thread."""
     ids = local_file_ids(root_dir, db_path)
     if ids is None:
@@ -150,7 +150,7 @@ class FileIdFollower:
         """Builds the manager on a worker thread (:meth:`start`) when ``ids`` is not given."""
         self._opening: asyncio.Future[None] | None = None
         self._ready = asyncio.Event()
-        """Set once :attr:`ids` is what it will be (given here, or built by :meth:`open`)."""
+        """Set once :attr:`ids` is what it will be (given here, or built by :meth:`start`)."""
         if ids is not None or build is None:
             self._ready.set()
         self._closed = False
@@ -165,7 +165,7 @@ class FileIdFollower:
         self._recheck: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def open(self, build: Callable[[], Any]) -> None:
+    async def _open(self, build: Callable[[], Any]) -> None:
         """Build the file-id manager on a worker thread (:func:`crawled_file_ids`: its crawl
         of the root must not hold up the server's start) and connect it on this thread.
         Checks and writes wait for it; a workflow's notebook is never written before it is
@@ -185,8 +185,9 @@ class FileIdFollower:
     def start(self) -> None:
         """Start building the manager (once; the server's start calls this, and so does the
         first check if nothing did)."""
-        if self._opening is None and not self._ready.is_set() and self._build is not None:
-            self._opening = asyncio.ensure_future(self.open(self._build))
+        build = self._build
+        if self._opening is None and not self._ready.is_set() and build is not None:
+            self._opening = asyncio.ensure_future(self._open(build))
 
     async def _usable(self) -> bool:
         """Wait until the manager is built; whether there is one (and this is not closed)."""
