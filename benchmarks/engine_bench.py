@@ -499,6 +499,14 @@ def report_long_run(
             f"{len(rec.commits) / behaviors:.2f}  ({len(rec.commits)} for {behaviors})",
         )
     )
+    every = sorted(c.ms for c in rec.commits)
+    lines.append(
+        Line(
+            f"  engine commit, whole run: median / mean / p99 / slowest (of {len(every)})",
+            f"{median(every):.3f} / {statistics.fmean(every):.3f} / "
+            f"{every[min(len(every) - 1, int(len(every) * 0.99))]:.3f} / {every[-1]:.3f} ms",
+        )
+    )
     # Store cost per transition, early vs late.
     early_ms = [c.ms for c in rec.commits if c.action in early]
     late_ms = [c.ms for c in rec.commits if c.action in late]

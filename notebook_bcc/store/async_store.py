@@ -35,13 +35,11 @@ class AsyncStore:
         loop, keeps the thread.
         """
         if inline:
-            return cls(None, SqliteStore(path, busy_timeout=busy_timeout))
+            return cls(None, _opened(path, busy_timeout))
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="notebook-bcc-store")
         loop = asyncio.get_running_loop()
         try:
-            store = await loop.run_in_executor(
-                executor, lambda: SqliteStore(path, busy_timeout=busy_timeout)
-            )
+            store = await loop.run_in_executor(executor, _opened, path, busy_timeout)
         except BaseException:
             executor.shutdown(wait=False)
             raise
@@ -76,3 +74,10 @@ class AsyncStore:
         await self.call(lambda s: s.close())
         if self._executor is not None:
             self._executor.shutdown(wait=True)
+
+
+def _opened(path: str | Path, busy_timeout: float) -> SqliteStore:
+    """A store for a long-lived writer: its WAL checkpoints run in the background."""
+    store = SqliteStore(path, busy_timeout=busy_timeout)
+    store.checkpoint_in_background()
+    return store

@@ -25,7 +25,7 @@ from notebook_bcc.models.contract import ExecutionContract
 from notebook_bcc.models.event import EventKind, WorkflowEvent
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import WorkflowSnapshot
-from notebook_bcc.store import anchor, crash, exchanges, file_ids, opening, parts
+from notebook_bcc.store import anchor, checkpoints, crash, exchanges, file_ids, opening, parts
 from notebook_bcc.store.errors import (
     CorruptSnapshotError,
     IdempotencyViolationError,
@@ -147,6 +147,8 @@ class SqliteStore(StoreReads):
         self._pending = parts.Layout(0)
         self.last_write = parts.WriteStats()
         """Snapshot rows and bytes the last commit wrote (benchmarks read it)."""
+        self.checkpointer: checkpoints.Checkpointer | None = None
+        """Set by :meth:`checkpoint_in_background`."""
         try:
             self._db = sqlite3.connect(
                 str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=True
@@ -167,8 +169,17 @@ class SqliteStore(StoreReads):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent), after the background checkpoints if any."""
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         self._db.close()
+
+    def checkpoint_in_background(self) -> None:
+        """Move the WAL into the database on a thread of its own from now on, instead of in
+        the commit that fills it (see :mod:`.checkpoints`); for a long-lived writer."""
+        if self.checkpointer is None:
+            self._db.execute(f"PRAGMA wal_autocheckpoint={checkpoints.BACKSTOP_PAGES}")
+            self.checkpointer = checkpoints.Checkpointer(self.path)
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -201,6 +212,8 @@ class SqliteStore(StoreReads):
             if die_before:
                 crash.die()
             self._db.execute("COMMIT")
+            if self.checkpointer is not None:
+                self.checkpointer.committed()
         except sqlite3.IntegrityError as exc:
             self._db.execute("ROLLBACK")
             if "contracts" in str(exc) or "idempotency_key" in str(exc):
