@@ -36,8 +36,13 @@ After each of its own writes the workflow records the file id of what it wrote, 
 ``mv`` right after a workflow save is found by inode.
 
 The manager indexes every folder under the root when it is made (seconds for thousands of
-folders), so the server's start does not make it: :meth:`FileIdFollower.start` builds it on a
-worker thread. Meanwhile a request is answered without a check, and a write waits for it.
+folders, a minute for a home directory), so the server's start does not make it:
+:meth:`FileIdFollower.start` builds it on a worker thread. Meanwhile a request is answered
+without a check, and a workflow's write goes ahead when its notebook needs no file id to be
+found: the workflow never recorded one (it started in this server: a move since is announced,
+or found once the crawl is over), or the file at its path carries its id in its metadata. Only
+a workflow whose notebook is not where it was left (moved while no server ran) waits for the
+crawl, and is then written where its file id is.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,7 +89,7 @@ def local_file_ids(root_dir: str, db_path: Path) -> Any | None:
         return None
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        manager = _kind_checked(LocalFileIdManager)
+        manager = _crawl_fixed(LocalFileIdManager)
         return manager(root_dir=str(Path(root_dir).resolve()), db_path=str(db_path))
     except Exception as exc:
         log.warning("notebook-bcc: no file ids (%s): renames outside Jupyter are not followed", exc)
@@ -109,19 +114,28 @@ def crawled_file_ids(root_dir: str, db_path: Path) -> Any | None:
     return ids
 
 
-def _kind_checked(base: type) -> type:
-    """``base`` whose crawl never takes a folder for a file it indexed (or the reverse).
+def _crawl_fixed(base: type) -> type:
+    """``base`` with two fixes to how its crawls match what they find to its records.
 
-    Where a file system gives no creation time (Linux), the manager matches a file seen in a
-    crawl to its records by inode alone. An inode freed by a deleted file -- every save by
-    rename frees one -- is soon reused, often by the next folder made: the manager then takes
-    that new folder for the old file "moved", records it under the folder's path and never
-    looks inside it, so a notebook moved into a new folder has no path by its id. A file does
-    not turn into a folder, so a record whose kind differs from the entry's is dropped first:
-    the folder is then indexed as new and its contents crawled.
+    - **A folder for a file.** Where a file system gives no creation time (Linux), the
+      manager matches a file seen in a crawl to its records by inode alone. An inode freed by
+      a deleted file -- every save by rename frees one -- is soon reused, often by the next
+      folder made: the manager then takes that new folder for the old file "moved", records it
+      under the folder's path and never looks inside it, so a notebook moved into a new folder
+      has no path by its id. A file does not turn into a folder, so a record whose kind
+      differs from the entry's is dropped first: the folder is then indexed as new and its
+      contents crawled.
+    - **A folder made while no server ran.** The crawl that builds the manager records every
+      folder it has no record of as seen now, without looking at the files in it; no later
+      sync looks inside such a folder again until it changes, so a notebook moved into a new
+      folder while no server ran was never found by its id (and its run paused as deleted).
+      The files of such a folder are matched to the records first (only when there are
+      records of files to find: a first crawl does not stat every file under the root).
     """
 
-    class KindCheckedFileIdManager(base):  # type: ignore[misc]
+    class CrawlFixedFileIdManager(base):  # type: ignore[misc]
+        _find_moved = False
+
         def _sync_file(self, path: str, stat_info: Any) -> Any:
             if not stat_info.is_symlink:
                 row = self.con.execute(
@@ -131,7 +145,30 @@ def _kind_checked(base: type) -> type:
                     self.con.execute("DELETE FROM Files WHERE id = ?", (row[0],))
             return super()._sync_file(path, stat_info)
 
-    return KindCheckedFileIdManager
+        def _index_all(self) -> None:
+            files = self.con.execute("SELECT 1 FROM Files WHERE is_dir = 0 LIMIT 1").fetchone()
+            self._find_moved = files is not None
+            try:
+                super()._index_all()
+            finally:
+                self._find_moved = False
+
+        def _index_dir_recursively(self, dir_path: str, stat_info: Any) -> None:
+            if self._find_moved:
+                row = self.con.execute(
+                    "SELECT is_dir FROM Files WHERE ino = ?", (stat_info.ino,)
+                ).fetchone()
+                if row is None or not row[0]:
+                    with os.scandir(dir_path) as entries:
+                        for entry in entries:
+                            if entry.is_dir(follow_symlinks=False):
+                                continue  # crawled on its own, next
+                            found = self._stat(entry.path)
+                            if found is not None:
+                                self._sync_file(entry.path, found)
+            super()._index_dir_recursively(dir_path, stat_info)
+
+    return CrawlFixedFileIdManager
 
 
 class FileIdFollower:
@@ -160,6 +197,9 @@ class FileIdFollower:
         self._settled: dict[str, tuple[str, tuple[int, int, int]]] = {}
         """Per workflow, its path and the file's (inode, mtime, size) when a check last found
         its file id there: while the file is unchanged, a check is one ``stat``."""
+        self._found: dict[str, tuple[str, tuple[int, int, int]]] = {}
+        """Before the crawl is over: per workflow, its path and the file's (inode, mtime, size)
+        when the file there was found to carry its id (see :meth:`before_write`)."""
         self._missing: dict[str, tuple[str, float]] = {}
         """Per workflow, the path and the (monotonic) time a check first found it gone."""
         self._recheck: asyncio.TimerHandle | None = None
@@ -221,8 +261,47 @@ class FileIdFollower:
 
     def attach(self, writer: ContentsNotebookWriter) -> None:
         """Check before each write of ``writer`` and record the file id after it."""
-        writer.before_write = self.check
+
+        async def before() -> None:
+            await self.before_write(writer)
+
+        writer.before_write = before
         writer.after_write = self.written
+
+    async def before_write(self, writer: ContentsNotebookWriter) -> None:
+        """Bring the workflows to where their notebooks are before ``writer`` writes.
+
+        Once the crawl is over, that is :meth:`check`. While it goes on, the write waits for
+        it only when its workflow's notebook cannot be found without file ids (see the module
+        docstring): a workflow started a minute after a server came up on a home directory
+        showed no cell in its notebook until the crawl was over."""
+        if not self._ready.is_set():
+            self.start()
+            live = self._live(writer)
+            if live is not None and await self._found_without_ids(live):
+                return
+        await self.check()
+
+    def _live(self, writer: ContentsNotebookWriter) -> LiveWorkflow | None:
+        for live in self.follower.service.live_workflows():
+            if getattr(live.engine.runtime, "writer", None) is writer:
+                return live
+        return None
+
+    async def _found_without_ids(self, live: LiveWorkflow) -> bool:
+        """Whether ``live``'s notebook is where it was left, as far as can be told without
+        the file-id manager: it never recorded a file id, or its file carries its id."""
+        if await self._stored(live.workflow_id) is None:
+            return True
+        path = live.notebook_path
+        stamp = self._stamp_under(self.follower.service.contents.root_dir, path)
+        if stamp is not None and self._found.get(live.workflow_id) == (path, stamp):
+            return True
+        if await self._holds_workflow(path, live.workflow_id) and live.notebook_path == path:
+            if stamp is not None:
+                self._found[live.workflow_id] = (path, stamp)
+            return True
+        return False
 
     async def check(self, *, wait: bool = True) -> None:
         """Bring every live workflow to where its notebook's file id is now.
@@ -252,6 +331,15 @@ class FileIdFollower:
         someone else changes the file; a save by rename gives it a new inode each time, and
         without this every check after a workflow write would crawl the root)."""
         path = writer.api_path
+        if not self._ready.is_set():
+            # the crawl goes on: the file now carries the workflow's id; its file id is
+            # recorded once the manager can tell it (the write does not wait for that)
+            live = self._live(writer)
+            stamp = self._stamp_under(self.follower.service.contents.root_dir, path)
+            if live is not None and stamp is not None and live.notebook_path == path:
+                self._found[live.workflow_id] = (path, stamp)
+            self._spawn(self._written_later(writer))
+            return
         if not await self._usable():
             return
         for live in self.follower.service.live_workflows():
@@ -279,8 +367,20 @@ class FileIdFollower:
         await store.call(lambda s: set_file_id(s, workflow_id, value))
         self._known[workflow_id] = value
 
+    async def _written_later(self, writer: ContentsNotebookWriter) -> None:
+        await self._ready.wait()
+        await self.written(writer)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     def _stamp(self, path: str) -> tuple[int, int, int] | None:
-        root = getattr(self.ids, "root_dir", None)
+        return self._stamp_under(getattr(self.ids, "root_dir", None), path)
+
+    @staticmethod
+    def _stamp_under(root: Any, path: str) -> tuple[int, int, int] | None:
         if not isinstance(root, str):
             return None
         try:
@@ -356,9 +456,7 @@ class FileIdFollower:
 
         def fire() -> None:
             self._recheck = None
-            task = asyncio.ensure_future(self.check())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self.check())
 
         # a hair past the grace, so the re-check does not land a microsecond early
         self._recheck = loop.call_later(delay + 0.05, fire)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -17,6 +19,9 @@ from typing import Any
 import pytest
 
 from notebook_bcc.server.app import NotebookBccApp
+from notebook_bcc.server.file_ids import (
+    DB_NAME as FILE_IDS_DB,
+)
 from notebook_bcc.server.file_ids import (
     GONE_AFTER,
     FileIdFollower,
@@ -185,59 +190,105 @@ async def test_a_notebook_removed_in_a_terminal_pauses_its_run_after_the_grace_u
     assert "was deleted" in (live.engine.snapshot.run.reason or "")
 
 
-async def test_the_root_is_crawled_beside_the_server_and_no_workflow_write_comes_before_it(
-    bcc_app: NotebookBccApp, api: Api, root: Path, tmp_path: Path
-) -> None:
-    """The file-id manager crawls every folder under the root when it is made: seconds for
-    a root of thousands of folders (this repository with its node_modules: 4.7 s), a minute
-    for a home directory; made in the server's start, it held the server back that long.
-    It is made on a worker thread now: while it crawls, requests are answered and a workflow
-    runs, but its notebook is not written until its file id can be recorded (a notebook
-    moved while no server ran is found by it, not written again under its old name)."""
+def _held_crawl(
+    bcc_app: NotebookBccApp, root: Path, db: Path
+) -> tuple[FileIdFollower, threading.Event, threading.Event]:
+    """A file-id follower whose crawl of ``root`` (into ``db``) waits for the returned
+    ``crawl`` event; ``crawling`` is set once it began. The app's follower is closed."""
     crawl = threading.Event()
     crawling = threading.Event()
 
     def held_build() -> Any:
         crawling.set()
         assert crawl.wait(60), "the crawl was never let go"
-        return crawled_file_ids(str(root), tmp_path / "ids.db")
+        return crawled_file_ids(str(root), db)
 
     before = bcc_app.service.file_ids
     assert isinstance(before, FileIdFollower)
+    before.close()
     follower = FileIdFollower(before.follower, build=held_build)
     bcc_app.service.file_ids = follower
     bcc_app.settings[FILE_IDS_SETTING] = follower
+    return follower, crawl, crawling
+
+
+async def test_the_root_is_crawled_beside_the_server_and_a_new_workflow_writes_meanwhile(
+    bcc_app: NotebookBccApp, api: Api, root: Path, tmp_path: Path
+) -> None:
+    """The file-id manager crawls every folder under the root when it is made: seconds for
+    a root of thousands of folders (this repository with its node_modules: 4.7 s), a minute
+    for a home directory; made in the server's start, it held the server back that long.
+    It is made on a worker thread now, and while it crawls requests are answered and a
+    workflow started meanwhile runs and writes its cells (they waited for the crawl: a user
+    saw none in the notebook for that minute); its file id is recorded once the crawl is
+    over."""
+    follower, crawl, crawling = _held_crawl(bcc_app, root, tmp_path / "ids.db")
     try:
         follower.start()
         await until(crawling.is_set, "the crawl to begin")
         started = await api.start("first.ipynb", "blueprints/confirm.yaml")
         workflow_id = started["workflow_id"]
-        # answered while the crawl goes on, and the run goes on to its confirmation
         waiting = await api.wait_status(workflow_id, "waiting")
         assert waiting["run"]["pending"], waiting["run"]
-        # (the workflow made the empty notebook when it started; its cells wait)
-        text = (root / "first.ipynb").read_text() if (root / "first.ipynb").exists() else ""
-        assert "reviewed = True" not in text, "written before its file id could be kept"
-        crawl.set()
         await until(
             lambda: (
                 (root / "first.ipynb").exists()
                 and "reviewed = True" in (root / "first.ipynb").read_text()
             ),
-            "the held write",
+            "the cells written while the crawl goes on",
         )
-        live = bcc_app.service.live(workflow_id)
-        assert live is not None
-        await live.engine.runtime.writer.settled()
+        assert not crawl.is_set()
         store = await bcc_app.service.start()
-        recorded = await store.call(lambda s: file_id(s, workflow_id))
-        assert recorded is not None
-        assert follower.ids.get_path(recorded) == "first.ipynb"
+        assert await store.call(lambda s: file_id(s, workflow_id)) is None
+        crawl.set()
+        await follower.check()  # after the crawl: the notebook's file id recorded
+        recorded = [await store.call(lambda s: file_id(s, workflow_id))]
+        assert recorded[-1] is not None
+        assert follower.ids.get_path(recorded[-1]) == "first.ipynb"
     finally:
         crawl.set()
         follower.close()
-        bcc_app.service.file_ids = before
-        bcc_app.settings[FILE_IDS_SETTING] = before
+
+
+async def test_a_notebook_moved_while_no_server_ran_is_written_where_it_went_after_the_crawl(
+    bcc_app: NotebookBccApp, api: Api, root: Path, tmp_path: Path
+) -> None:
+    """What the crawl is waited for: a workflow whose notebook was moved in a terminal while
+    no server ran (its file id recorded before) is not written again under the old name while
+    the crawl goes on; once it is over, the workflow is found where its file id is and
+    written there."""
+    live = await _waiting_in_process(api, bcc_app, root)
+    db = Path(bcc_app.store_path).parent / FILE_IDS_DB
+    writer = live.engine.runtime.writer
+    # the server stops (its file-id database closed), the notebook is moved, a server starts
+    follower, crawl, crawling = _held_crawl(bcc_app, root, db)
+    follower.attach(writer)
+    (root / "elsewhere").mkdir()
+    os.rename(root / "first.ipynb", root / "elsewhere" / "first.ipynb")
+    try:
+        follower.start()
+        await until(crawling.is_set, "the crawl to begin")
+        # the user approves: the run goes on to its end, its next cells wait for the crawl
+        waiting = await api.snapshot(live.workflow_id)
+        code, body = await api.command(
+            live.workflow_id,
+            decide=waiting["run"]["pending"][0]["id"],
+            decision="approve",
+            expected_version=waiting["version"],
+        )
+        assert code == 200, body
+        await api.wait_status(live.workflow_id, "completed")
+        assert not (root / "first.ipynb").exists(), "written again under the old name"
+        crawl.set()
+        await until(
+            lambda: "after = True" in (root / "elsewhere" / "first.ipynb").read_text(),
+            "the cells written where the notebook went",
+        )
+        assert live.notebook_path == "elsewhere/first.ipynb"
+        assert not (root / "first.ipynb").exists(), "written again under the old name"
+    finally:
+        crawl.set()
+        follower.close()
 
 
 async def test_after_its_own_save_a_workflow_finds_its_notebook_without_crawling_the_root(
@@ -301,3 +352,103 @@ def test_a_notebook_moved_into_a_folder_that_reused_a_deleted_files_inode_is_fou
     assert ids.get_path(stale) is None
     ids.con.close()
     del ids.con  # closed here, not by the manager's __del__ on whichever thread collects it
+
+
+def test_a_notebook_moved_into_a_new_folder_while_no_server_ran_is_found_by_the_next_crawl(
+    tmp_path: Path,
+) -> None:
+    """The crawl that builds the manager records a folder it never saw as seen now, without
+    looking inside; no later sync looks inside it until it changes, so a notebook moved
+    into a folder made while no server ran had no path by its id (its run paused as
+    deleted). A folder that existed before, and a first crawl with nothing to find, are
+    crawled as they were."""
+    root = tmp_path / "root"
+    (root / "old").mkdir(parents=True)
+    (root / "first.ipynb").write_text("{}")
+    (root / "second.ipynb").write_text("{}")
+    ids = local_file_ids(str(root), tmp_path / "ids.db")
+    assert ids is not None
+    first, second = ids.index("first.ipynb"), ids.index("second.ipynb")
+    ids.con.commit()
+    ids.con.close()
+    del ids.con
+    # no server: mkdir new; mv first.ipynb new/; mv second.ipynb old/
+    (root / "new" / "deeper").mkdir(parents=True)
+    os.rename(root / "first.ipynb", root / "new" / "deeper" / "first.ipynb")
+    os.rename(root / "second.ipynb", root / "old" / "second.ipynb")
+    ids = local_file_ids(str(root), tmp_path / "ids.db")
+    assert ids is not None
+    try:
+        assert ids.get_path(first) == "new/deeper/first.ipynb"
+        assert ids.get_path(second) == "old/second.ipynb"
+    finally:
+        ids.con.close()
+        del ids.con
+
+
+def test_a_notebook_moved_into_a_new_folder_while_the_server_was_killed_gets_the_runs_cells(
+    tmp_path: Path,
+) -> None:
+    """The journey: a run waits for its confirmation; the jupyter server is killed (-9); in a
+    terminal the user files the notebook into a folder made for it; a server comes up again
+    and the user approves. The run goes on in that notebook (it paused as "deleted": the
+    crawl that builds the file-id manager never looked inside a folder made while no server
+    ran), and nothing reappears under the old name."""
+    root = tmp_path / "root"
+    shutil.copytree(SERVER_FIXTURES, root / "blueprints")
+    (root / "work").mkdir()
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    store = tmp_path / "store.sqlite"
+    first = JupyterServer(root, home, f"--NotebookBccApp.store_path={store}", name="first")
+    try:
+        first.wait_ready()
+        workflow_id = _waiting(first, "work/a.ipynb")["workflow_id"]
+
+        def recorded() -> bool:
+            with closing(sqlite3.connect(store)) as db:
+                query = "SELECT 1 FROM notebook_file_ids WHERE workflow_id = ?"
+                return db.execute(query, (workflow_id,)).fetchone() is not None
+
+        first.wait(
+            workflow_id,
+            lambda _: recorded() and "reviewed = True" in _sources(root / "work" / "a.ipynb"),
+        )
+    finally:
+        first.process.kill()
+        first.process.wait()
+        first.log.close()
+
+    (root / "archive" / "2026").mkdir(parents=True)
+    os.rename(root / "work" / "a.ipynb", root / "archive" / "2026" / "a.ipynb")
+
+    second = JupyterServer(root, home, f"--NotebookBccApp.store_path={store}", name="second")
+    try:
+        second.wait_ready()
+        # found where it went once the new server's crawl is over (the panel's next look)
+        waiting = second.wait(
+            workflow_id,
+            lambda s: s["notebook_path"] == "archive/2026/a.ipynb" and bool(s["run"]["pending"]),
+        )
+        assert waiting["run"]["status"] == "waiting", waiting["run"]
+        for _ in range(3):  # the move is committed beside the look that found it: reload
+            code, body = second.command(
+                workflow_id,
+                decide=waiting["run"]["pending"][0]["id"],
+                decision="approve",
+                expected_version=waiting["version"],
+            )
+            if code != 409:
+                break
+            waiting = second.snapshot(workflow_id)
+        assert code == 200, body
+        done = second.wait_status(workflow_id, "completed", "paused", "failed")
+        assert done["run"]["status"] == "completed", done["run"]
+        assert done["notebook_path"] == "archive/2026/a.ipynb"
+        deadline = time.monotonic() + 30
+        while "after = True" not in _sources(root / "archive" / "2026" / "a.ipynb"):
+            assert time.monotonic() < deadline, second.tail()
+            time.sleep(0.1)
+        assert not (root / "work" / "a.ipynb").exists(), "written again under the old name"
+    finally:
+        assert second.stop() is not None
