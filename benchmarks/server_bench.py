@@ -188,10 +188,12 @@ async def _listen(server: Server, workflow_id: str, samples: Samples) -> None:
             if text is None:
                 return
             received = time.time()
-            message = json.loads(text)
-            if samples.recording and message.get("kind") == "transition":
-                at = datetime.fromisoformat(message["at"].replace("Z", "+00:00")).timestamp()
-                samples.ws_ms.append((received - at) * 1000)
+            decoded = json.loads(text)
+            # an array: the events committed together (or queued while this client read)
+            for message in decoded if isinstance(decoded, list) else [decoded]:
+                if samples.recording and message.get("kind") == "transition":
+                    at = datetime.fromisoformat(message["at"].replace("Z", "+00:00")).timestamp()
+                    samples.ws_ms.append((received - at) * 1000)
     finally:
         ws.close()
 

@@ -220,6 +220,17 @@ export class WorkflowFeed {
     if (!message || typeof message !== 'object') {
       return;
     }
+    if (Array.isArray(message)) {
+      // the events of one commit, or those queued while this page read, in order
+      const events = message.filter(
+        (event): event is WorkflowEvent => !!event && typeof event === 'object'
+      );
+      if (events.length) {
+        this._events.emit(events);
+        this.scheduleRefresh();
+      }
+      return;
+    }
     if ((message as StreamSnapshot).type === 'snapshot') {
       if ((message as StreamSnapshot).reason === 'closed') {
         this.ended = true; // no engine drives it here (any more): the socket closes next

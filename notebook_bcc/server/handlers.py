@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from http import HTTPStatus
 from typing import Any, TypeVar, cast
@@ -34,6 +34,7 @@ from tornado.iostream import StreamClosedError
 
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.table import table_rows
+from notebook_bcc.models.event import WorkflowEvent
 from notebook_bcc.models.names import Event, State
 from notebook_bcc.server.body_limit import BoundedBody
 from notebook_bcc.server.encoding import event_text
@@ -348,6 +349,17 @@ class NotFoundHandler(BccAPIHandler):
         self._missing()
 
 
+BATCH_EVENTS = 100
+"""The most events one stream message carries."""
+
+
+def encode_events(events: Sequence[WorkflowEvent]) -> str:
+    """Events queued together (a commit makes about a dozen) as one stream message: a JSON
+    array of them, in order. One websocket frame each cost the server a write per event:
+    about a fifth of its event loop under ``make bench-server``'s 20 workflows."""
+    return "[" + ",".join(event_text(event) for event in events) + "]"
+
+
 def encode_message(message: Message) -> str:
     """A stream message as the JSON text sent on the socket."""
     if isinstance(message, SnapshotMessage):
@@ -432,8 +444,13 @@ class StreamHandler(
             if message is None:
                 self.close(1000, "the workflow's stream ended")
                 return
+            text = encode_message(message)
+            if isinstance(message, WorkflowEvent):
+                more = feed.queued_events(BATCH_EVENTS - 1)
+                if more:
+                    text = encode_events([message, *more])
             try:
-                await self.write_message(encode_message(message))
+                await self.write_message(text)
             except (websocket.WebSocketClosedError, StreamClosedError):
                 return
 

@@ -78,6 +78,14 @@ class EventFeed:
         self._closing = final
         self._wakeup.set()
 
+    def queued_events(self, most: int) -> list[WorkflowEvent]:
+        """Up to ``most`` events queued behind the one :meth:`next` just gave (none while a
+        snapshot is owed): they leave with it, in one message (see :func:`encode_events`)."""
+        taken: list[WorkflowEvent] = []
+        while self._pending is None and self._events and len(taken) < most:
+            taken.append(self._events.popleft())
+        return taken
+
     async def next(self) -> Message | None:
         """The next message for the client, waiting for one; None once the feed is over."""
         while True:

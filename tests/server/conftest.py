@@ -175,3 +175,27 @@ def read_notebook(path: Path) -> dict[str, Any]:
     """A notebook file's JSON."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
+
+
+async def read_stream(
+    ws: WebSocketClientConnection,
+    until: Callable[[dict[str, Any]], bool] | None = None,
+    *,
+    timeout: float = 60,
+) -> list[dict[str, Any]]:
+    """A workflow stream's messages, an array of events (one commit's, or those queued while
+    the client read) counted as each of its events: until one satisfies ``until`` (that one
+    included; the stream must not close before), or with no ``until`` until the server
+    closes the socket."""
+    messages: list[dict[str, Any]] = []
+    while True:
+        text = await asyncio.wait_for(ws.read_message(), timeout=timeout)
+        if text is None:
+            assert until is None, f"the stream closed early after {messages[-3:]}"
+            ws.close()
+            return messages
+        decoded = json.loads(text)
+        for message in decoded if isinstance(decoded, list) else [decoded]:
+            messages.append(message)
+            if until is not None and until(message):
+                return messages

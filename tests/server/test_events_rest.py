@@ -9,28 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tornado.websocket import WebSocketClientConnection
 
-from tests.server.conftest import Api, WsFetch
-
-
-async def _read_until(
-    ws: WebSocketClientConnection, done: Callable[[dict[str, Any]], bool]
-) -> list[dict[str, Any]]:
-    """Stream messages until one satisfies ``done`` (that one included)."""
-    messages: list[dict[str, Any]] = []
-    while True:
-        text = await asyncio.wait_for(ws.read_message(), timeout=60)
-        assert text is not None, f"the stream closed early after {messages[-3:]}"
-        message = json.loads(text)
-        messages.append(message)
-        if done(message):
-            return messages
+from tests.server.conftest import Api, WsFetch, read_stream
 
 
 def _is_run_end(message: dict[str, Any]) -> bool:
@@ -75,7 +59,7 @@ async def test_a_panel_connecting_mid_run_gets_what_it_missed_with_the_streams_s
         workflow_id, decide=decision["id"], decision="approve", expected_version=waiting["version"]
     )
     assert code == 200, answered
-    streamed = [m for m in await _read_until(ws, _is_run_end) if m.get("type") != "snapshot"]
+    streamed = [m for m in await read_stream(ws, _is_run_end) if m.get("type") != "snapshot"]
     ws.close()
     after = await api.ok("GET", "workflows", workflow_id, "events", params={"after": str(seqs[-1])})
     assert after["after"] == seqs[-1]
@@ -140,3 +124,40 @@ async def test_unknown_workflow_is_404_and_no_token_is_403(api: Api) -> None:
     assert body["code"] == "not_found"
     code, body = await api.call("GET", "workflows", "nope", "events", headers={"Authorization": ""})
     assert code == 403, body
+
+
+async def test_the_events_of_a_commit_arrive_together_in_order_and_none_is_lost(
+    api: Api, root: Path, jp_ws_fetch: WsFetch
+) -> None:
+    """A commit makes about a dozen events (a code cell's transitions, contracts, cell); the
+    stream sends the events queued together as one JSON array (a frame each cost the server
+    a write per event), in seq order, every one of them, with the bodies the store keeps."""
+    started = await api.start("review/together.ipynb", "blueprints/confirm.yaml")
+    workflow_id = started["workflow_id"]
+    waiting = await api.wait_status(workflow_id, "waiting", "failed")
+    assert waiting["run"]["status"] == "waiting", waiting["run"]
+    ws = await jp_ws_fetch("notebook-bcc", "api", "workflows", workflow_id, "stream")
+    hello = json.loads(await asyncio.wait_for(ws.read_message(), timeout=30))
+    assert hello["type"] == "snapshot"
+    (decision,) = waiting["run"]["pending"]
+    code, answered = await api.command(
+        workflow_id, decide=decision["id"], decision="approve", expected_version=waiting["version"]
+    )
+    assert code == 200, answered
+    frames: list[Any] = []
+    while not any(_is_run_end(e) for e in (frames[-1] if frames else [])):
+        text = await asyncio.wait_for(ws.read_message(), timeout=60)
+        assert text is not None, "the stream closed early"
+        decoded = json.loads(text)
+        if isinstance(decoded, dict):
+            assert decoded.get("type") != "snapshot", decoded  # no resync: this client keeps up
+        frames.append(decoded if isinstance(decoded, list) else [decoded])
+    ws.close()
+    assert any(len(frame) > 1 for frame in frames), [len(f) for f in frames]
+    streamed = [event for frame in frames for event in frame]
+    seqs = [e["seq"] for e in streamed]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+    after = await api.ok(
+        "GET", "workflows", workflow_id, "events", params={"after": str(seqs[0] - 1)}
+    )
+    assert after["events"][: len(streamed)] == streamed

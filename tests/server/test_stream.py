@@ -12,7 +12,7 @@ import pytest
 from tornado.websocket import WebSocketClientConnection
 
 from notebook_bcc.server.app import NotebookBccApp
-from tests.server.conftest import Api, WsFetch
+from tests.server.conftest import Api, WsFetch, read_stream
 
 
 @pytest.fixture
@@ -25,17 +25,6 @@ def jp_server_config() -> dict[str, Any]:
         },
         "NotebookBccApp": {"stream_buffer": 1, "write_debounce": 0.1},
     }
-
-
-async def _messages(ws: WebSocketClientConnection) -> list[dict[str, Any]]:
-    """Every message until the server closes the socket."""
-    messages = []
-    while True:
-        text = await asyncio.wait_for(ws.read_message(), timeout=60)
-        if text is None:
-            ws.close()
-            return messages
-        messages.append(json.loads(text))
 
 
 def _stream(ws_fetch: WsFetch, workflow_id: str) -> Awaitable[WebSocketClientConnection]:
@@ -53,7 +42,7 @@ async def test_a_client_that_falls_behind_gets_a_snapshot_and_the_stream_ends_on
     assert live is not None
     assert live.hub.clients == 1
     deleted = await api.ok("DELETE", "workflows", workflow_id)
-    messages = await _messages(ws)
+    messages = await read_stream(ws)
 
     assert messages[0]["type"] == "snapshot"
     assert messages[0]["reason"] == "hello"
@@ -77,7 +66,7 @@ async def test_the_stream_of_a_workflow_not_running_here_sends_its_snapshot_and_
     workflow_id = started["workflow_id"]
     await api.wait_status(workflow_id, "completed", "failed")
     await api.ok("DELETE", "workflows", workflow_id)
-    messages = await _messages(await _stream(jp_ws_fetch, workflow_id))
+    messages = await read_stream(await _stream(jp_ws_fetch, workflow_id))
     assert [(m["type"], m["reason"]) for m in messages] == [("snapshot", "closed")]
     assert messages[0]["snapshot"]["run"]["status"] == "completed"
 

@@ -8,27 +8,11 @@ import contextlib
 import json
 import signal
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tornado.websocket import WebSocketClientConnection
-
 from notebook_bcc.server.app import NotebookBccApp
-from tests.server.conftest import Api, Fetch, WsFetch, read_notebook
-
-
-async def _read_stream(
-    ws: WebSocketClientConnection, until: Callable[[dict[str, Any]], bool]
-) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-    while True:
-        text = await asyncio.wait_for(ws.read_message(), timeout=60)
-        assert text is not None, "the stream closed early"
-        message = json.loads(text)
-        messages.append(message)
-        if until(message):
-            return messages
+from tests.server.conftest import Api, Fetch, WsFetch, read_notebook, read_stream
 
 
 def _completed(message: dict[str, Any]) -> bool:
@@ -58,7 +42,7 @@ async def test_housing_runs_over_rest_with_a_live_stream(
     assert first["planner"]["kind"] == "blueprint"
 
     ws = await jp_ws_fetch("notebook-bcc", "api", "workflows", workflow_id, "stream")
-    messages = await _read_stream(ws, _completed)
+    messages = await read_stream(ws, _completed)
     ws.close()
 
     hello = messages[0]
