@@ -60,11 +60,12 @@ STREAM_DESCRIPTION = """A websocket (upgrade this GET), authenticated like every
 
 Messages are JSON text. The first is a `StreamSnapshot` with `reason: "hello"`; then the
 `WorkflowEvent`s (D4) as they are committed: one event as an object, or the events committed
-together (or queued while the client read) as a JSON array of them, in order. A client that reads too slowly gets a `StreamSnapshot`
-with `reason: "resync"` instead of the events it missed; when the workflow leaves this server
-the last message is a `StreamSnapshot` with `reason: "closed"` and the socket closes. Events
-whose `version` is not above the last snapshot's are already reflected in it. The channel is
-one-way: send commands with `POST /workflows/{workflow_id}/commands`."""
+together (or queued while the client read) as a JSON array of them, in order. A client that
+reads too slowly gets a `StreamSnapshot` with `reason: "resync"` instead of the events it
+missed; when the workflow leaves this server the last message is a `StreamSnapshot` with
+`reason: "closed"` and the socket closes. Events whose `version` is not above the last
+snapshot's are already reflected in it. The channel is one-way: send commands with
+`POST /workflows/{workflow_id}/commands`."""
 
 
 def _operations() -> dict[str, Any]:
