@@ -32,7 +32,7 @@ from tests.browser.conftest import (
 from tests.journeys.conftest import JOURNEYS
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page, WebSocketRoute
+    from playwright.sync_api import Locator, Page, Route, WebSocketRoute
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(360)]
 
@@ -41,13 +41,23 @@ DIRTY = re.compile(r"\bjp-mod-dirty\b")
 
 
 class StreamGate:
-    """Sits on a page's workflow websockets: while frozen, server messages are held back, so
-    the page keeps showing what it showed (a slow network, made deterministic)."""
+    """Sits on a page's workflow websockets and snapshot reads: while frozen, server messages
+    and the answers to the snapshot refresh the panel makes after events are held back, so
+    the page keeps showing what it showed (a slow network, made deterministic; a refresh
+    asked for just before the freeze once fetched what the freeze was to hide)."""
 
     def __init__(self, page: Page) -> None:
         self.frozen = False
         self.held: list[tuple[WebSocketRoute, str | bytes]] = []
+        self.held_reads: list[Route] = []
         page.route_web_socket(re.compile(r"/notebook-bcc/api/workflows/[^/?]+/stream"), self._route)
+        page.route(re.compile(r"/notebook-bcc/api/workflows/[^/?]+(\?.*)?$"), self._read)
+
+    def _read(self, route: Route) -> None:
+        if self.frozen and route.request.method == "GET":
+            self.held_reads.append(route)
+        else:
+            route.continue_()
 
     def _route(self, socket: WebSocketRoute) -> None:
         server = socket.connect_to_server()
@@ -69,6 +79,9 @@ class StreamGate:
         held, self.held = self.held, []
         for socket, message in held:
             socket.send(message)
+        reads, self.held_reads = self.held_reads, []
+        for route in reads:
+            route.continue_()
 
 
 def decision_in(panel: Locator, decision_id: str) -> Locator:
