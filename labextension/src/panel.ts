@@ -19,6 +19,7 @@ import { WorkflowFeed } from './live';
 import { StartForm, type BrowseOptions } from './start';
 import { renderBehavior, renderEffects, renderVariables } from './panelBehavior';
 import { PanelCommands, type CommandHost } from './panelCommands';
+import type { StillMeant } from './resend';
 import type { SectionContext } from './panelContext';
 import { renderControls, renderDecisions } from './panelControls';
 import { DiagramSection } from './panelDiagram';
@@ -356,14 +357,10 @@ export class WorkflowPanel extends Widget {
    *
    * ``stillMeant`` is for commands whose meaning does not depend on what the user saw
    * (pause, cancel of a workflow that keeps moving): given the fresh snapshot of a 409, it
-   * returns the command to send once more against it, or null when the command no longer
-   * applies.
+   * returns the command to send again against it, or null when the command no longer
+   * applies (``resend.ts``).
    */
-  send(
-    command: Command,
-    what: string,
-    stillMeant?: (fresh: WorkflowSnapshot) => Command | null
-  ): Promise<boolean> {
+  send(command: Command, what: string, stillMeant?: StillMeant): Promise<boolean> {
     return this.commands.send(command, what, stillMeant);
   }
 

@@ -5,6 +5,7 @@
  */
 import { ApiError, BccApi } from './api';
 import type { NoticeKind } from './panelNotices';
+import { sendWhileMeant, type StillMeant } from './resend';
 import type { Command, FsmTransition, WorkflowSnapshot } from './types';
 import { DECISION_TITLES, controlViews, type ControlId } from './view';
 
@@ -41,13 +42,13 @@ export class PanelCommands {
    *
    * ``stillMeant`` is for commands whose meaning does not depend on what the user saw
    * (pause, cancel of a workflow that keeps moving): given the fresh snapshot of a 409, it
-   * returns the command to send once more against it, or null when the command no longer
-   * applies.
+   * returns the command to send again against it (a few times: see ``resend.ts``), or null
+   * when the command no longer applies.
    */
   async send(
     command: Command,
     what: string,
-    stillMeant?: (fresh: WorkflowSnapshot) => Command | null
+    stillMeant?: StillMeant
   ): Promise<boolean> {
     const snapshot = this.host.snapshot;
     if (!snapshot || this.host.busy) {
@@ -73,19 +74,12 @@ export class PanelCommands {
       this.host.setBusy(false);
     }, SLOW_COMMAND_MS);
     try {
-      let fresh: WorkflowSnapshot;
-      try {
-        fresh = await this.host.api.command(snapshot.workflow_id, command);
-      } catch (error) {
-        const again =
-          error instanceof ApiError && error.status === 409 && error.snapshot && stillMeant
-            ? stillMeant(error.snapshot)
-            : null;
-        if (!again) {
-          throw error;
-        }
-        fresh = await this.host.api.command(snapshot.workflow_id, again);
-      }
+      const fresh = await sendWhileMeant(
+        this.host.api,
+        snapshot.workflow_id,
+        command,
+        stillMeant
+      );
       this.host.show(fresh);
       this.host.notify('info', `${what}: accepted.`);
       return true;

@@ -5,8 +5,12 @@
  */
 import type { BccApi } from './api';
 import { h, replaceChildren } from './dom';
-import type { WorkflowSummary } from './types';
+import { sendWhileMeant } from './resend';
+import type { Command, WorkflowSummary } from './types';
 import { splitReleased, summaryLine } from './workflowsRule';
+
+/** FSM states a workflow does not leave: a cancel sent again there means nothing. */
+const ENDED: readonly string[] = ['workflow_completed', 'cancelled'];
 
 /** How often the open list refreshes itself. */
 const REFRESH_MS = 3000;
@@ -171,10 +175,15 @@ export class WorkflowsList {
       return;
     }
     try {
-      await this.services.api.command(w.workflow_id, {
+      // the row may be a commit or two behind a workflow that runs: cancel means the same
+      // against the state a 409 brings, while the workflow has not ended
+      const cancel = (version: number): Command => ({
         event: 'CANCEL',
-        expected_version: w.version
-      } as never);
+        expected_version: version
+      });
+      await sendWhileMeant(this.services.api, w.workflow_id, cancel(w.version), fresh =>
+        ENDED.includes(fresh.fsm.state) ? null : cancel(fresh.version)
+      );
     } catch (error) {
       this.services.notify('error', `Could not cancel: ${(error as Error).message}`);
     }
