@@ -118,7 +118,8 @@ export class WorkflowsList {
         class: 'jp-NotebookBcc-workflowRow',
         'data-testid': 'bcc-workflow-row',
         'data-workflow-id': w.workflow_id,
-        'data-status': w.run_status
+        'data-status': w.run_status,
+        'data-version': String(w.version)
       },
       h('div', { class: 'jp-NotebookBcc-workflowNotebook' }, line.notebook),
       h('div', { class: 'jp-NotebookBcc-workflowStatus' }, line.status),

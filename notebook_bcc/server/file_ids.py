@@ -283,6 +283,7 @@ class FileIdFollower:
         await self.check()
 
     def _live(self, writer: ContentsNotebookWriter) -> LiveWorkflow | None:
+        """The live workflow ``writer`` writes for (None once it is gone)."""
         for live in self.follower.service.live_workflows():
             if getattr(live.engine.runtime, "writer", None) is writer:
                 return live
@@ -340,15 +341,14 @@ class FileIdFollower:
                 self._found[live.workflow_id] = (path, stamp)
             self._spawn(self._written_later(writer))
             return
-        if not await self._usable():
+        live = self._live(writer)
+        if live is None or not await self._usable():
             return
-        for live in self.follower.service.live_workflows():
-            if getattr(live.engine.runtime, "writer", None) is writer:
-                await self._record(live.workflow_id, self.ids.index(path))
-                stamp = self._stamp(path)
-                if stamp is not None and live.notebook_path == path:
-                    self._missing.pop(live.workflow_id, None)
-                    self._settled[live.workflow_id] = (path, stamp)
+        await self._record(live.workflow_id, self.ids.index(path))
+        stamp = self._stamp(path)
+        if stamp is not None and live.notebook_path == path:
+            self._missing.pop(live.workflow_id, None)
+            self._settled[live.workflow_id] = (path, stamp)
 
     # -- the decision -----------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ and a run stuck in a cell that never ends is cancelled from that list within sto
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -143,3 +144,50 @@ def test_a_workflow_deleted_while_shown_reads_not_running_here_not_offline(
     expect(tid(panel, "bcc-start")).to_be_visible()
     assert_panel_layout(page)
     shot(page, "20-7-deleted-not-running-here")
+
+
+TREADMILL = Path(__file__).resolve().parents[1] / "fixtures" / "browser" / "treadmill.yaml"
+
+
+def test_cancel_from_the_list_wins_against_a_workflow_that_keeps_committing(
+    lab: Lab, pages: Pages
+) -> None:
+    """The list refreshes every 3 s while the workflow commits several times a second: the
+    row's version is behind when Cancel is clicked. The server refuses the stale version (409
+    with the current snapshot) and the list sends the cancel again against it, as often as
+    the workflow moved meanwhile: the user sees the run cancelled, never "Could not cancel"."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(TREADMILL, lab.root / "blueprints" / "treadmill.yaml")
+    notebook = "listed/treadmill.ipynb"
+    lab.create_notebook(notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/treadmill.yaml", max_hops=100000)[
+        "workflow_id"
+    ]
+    page = pages.new()
+    open_lab(page, lab)
+    panel = open_panel(page)
+    listed = tid(panel, "bcc-workflows")
+    listed.locator("summary").click()
+    row = listed.locator(f'[data-testid="bcc-workflow-row"][data-workflow-id="{workflow_id}"]')
+    expect(row).to_contain_text("Running", timeout=UI_MS)
+    listing = "/notebook-bcc/api/workflows"
+    with page.expect_response(lambda r: r.url.split("?")[0].endswith(listing)):
+        pass  # a refresh just happened: the next is 3 s away
+    expect(row).to_have_attribute("data-version", re.compile(r"\d+"))
+    shown = int(row.get_attribute("data-version") or -1)
+    lab.wait_snapshot(workflow_id, lambda s: s["version"] > shown + 3, "the workflow moving on")
+    refused: list[int] = []
+    page.on(
+        "response",
+        lambda r: refused.append(r.status) if r.url.split("?")[0].endswith("/commands") else None,
+    )
+    tid(row, "bcc-workflow-cancel").click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    cancelled = lab.wait_snapshot(
+        workflow_id, lambda s: s["run"]["status"] == "cancelled", "the cancel", timeout=60
+    )
+    assert cancelled["fsm"]["state"] == "cancelled"
+    expect(row).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    expect(tid(panel, "bcc-notice").filter(has_text="Could not cancel")).to_have_count(0)
+    assert refused[:1] == [409], f"the first cancel was not stale: {refused}"
+    assert refused[-1] == 200, refused
