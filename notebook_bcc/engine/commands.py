@@ -159,11 +159,14 @@ class Commands(_Rooms):
     def may_carry_on(self) -> bool:
         """Whether the loop may go on to the next action with no safe point in between (its
         commit then carries this one's outcome): no command waits, no inbox poll is due, no
-        Ctrl-C was asked for. Otherwise the step ends at a commit, and commands apply."""
+        Ctrl-C was asked for, no stale command's sender is about to resend. Otherwise the step
+        ends at a commit, and commands apply."""
+        now = monotonic()
         return (
             not self.interrupt_requested
             and self._commands_waiting == 0
-            and monotonic() < self._next_inbox_poll
+            and now < self._next_inbox_poll
+            and now >= self.resend_grace_until
         )
 
     def _check_version(self, expected: int) -> None:

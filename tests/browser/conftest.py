@@ -378,6 +378,26 @@ class Lab:
         """The cells of a notebook as the server has it on disk."""
         return list(self.ok("GET", f"api/contents/{path}?content=1")["content"]["cells"])
 
+    def wait_file_cells(
+        self,
+        path: str,
+        until: Callable[[list[dict[str, Any]]], bool],
+        what: str,
+        timeout: float = UI_MS / 1000,
+    ) -> list[dict[str, Any]]:
+        """Poll a notebook's cells on disk until ``until`` holds. While the notebook is open
+        in Lab (held, no collaboration) Lab saves the workflow's cells after it merged them,
+        a moment after the panel showed them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            cells = self.notebook_cells(path)
+            if until(cells):
+                return cells
+            if time.monotonic() > deadline:
+                sources = [c["source"] for c in cells]
+                raise AssertionError(f"waiting for {what} in {path}: timed out; {sources}")
+            time.sleep(0.1)
+
     def put_setting(self, plugin: str, values: dict[str, Any]) -> None:
         self.ok("PUT", f"lab/api/settings/{plugin}", {"raw": json.dumps(values)})
 
@@ -621,6 +641,36 @@ def switch_theme(page: Page, theme: str) -> None:
         timeout=UI_MS,
     )
     wait_splash_gone(page)
+
+
+def cancel_through(
+    page: Page, lab: Lab, workflow_id: str, button: Locator
+) -> tuple[list[int], dict[str, Any]]:
+    """Press a Cancel ``button``, accept its dialog and wait for the answer that is not a
+    conflict, then for the run to be cancelled: (the HTTP statuses of the command POSTs the
+    page made, in order, the last one that answer's; the cancelled snapshot)."""
+    refused: list[int] = []
+
+    def is_command(response: Any) -> bool:
+        return bool(response.url.split("?")[0].endswith("/commands"))
+
+    def answered(response: Any) -> None:
+        if is_command(response) and response.status == 409:
+            refused.append(response.status)
+
+    page.on("response", answered)
+    try:
+        with page.expect_response(
+            lambda r: is_command(r) and r.status != 409, timeout=PROGRESS_MS
+        ) as final:
+            button.click()
+            page.locator(".jp-Dialog .jp-mod-accept").click()
+    finally:
+        page.remove_listener("response", answered)
+    cancelled = lab.wait_snapshot(
+        workflow_id, lambda s: s["run"]["status"] == "cancelled", "the cancel", timeout=60
+    )
+    return [*refused, final.value.status], cancelled
 
 
 def shot(page: Page, name: str) -> Path:

@@ -18,6 +18,7 @@ from tests.browser.conftest import (
     Lab,
     Pages,
     assert_panel_layout,
+    cancel_through,
     expect,
     new_notebook_from_the_file_menu,
     notebook_cells,
@@ -84,6 +85,18 @@ class StreamGate:
             route.continue_()
 
 
+def open_gated(lab: Lab, pages: Pages, notebook: str) -> tuple[Page, StreamGate, Locator]:
+    """A new empty ``notebook`` open in a page whose workflow streams pass a
+    :class:`StreamGate`, the panel open and empty: (page, gate, panel)."""
+    lab.create_notebook(notebook)
+    page = pages.new()
+    gate = StreamGate(page)
+    open_lab(page, lab, notebook)
+    panel = open_panel(page)
+    expect(tid(panel, "bcc-empty")).to_be_visible()
+    return page, gate, panel
+
+
 def decision_in(panel: Locator, decision_id: str) -> Locator:
     return panel.locator(f'[data-testid="bcc-decision"][data-decision-id="{decision_id}"]')
 
@@ -96,12 +109,7 @@ def assert_notebook_in_step(page: Page, name: str) -> None:
 
 def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> None:
     notebook = "actions/fresh.ipynb"
-    lab.create_notebook(notebook)
-    page = pages.new()
-    gate = StreamGate(page)
-    open_lab(page, lab, notebook)
-    panel = open_panel(page)
-    expect(tid(panel, "bcc-empty")).to_be_visible()
+    page, gate, panel = open_gated(lab, pages, notebook)
     assert_notebook_in_step(page, "fresh.ipynb")
 
     # the start form
@@ -511,10 +519,14 @@ def test_start_over_after_a_failure_restarts_the_kernel_and_runs_clean(
     badge = tid(panel, "bcc-badge")
     expect(badge).to_have_attribute("data-status", "failed", timeout=PROGRESS_MS)
     # the new notebook was dirty only with Lab's own kernel metadata: the workflow's cells
-    # are saved as they arrive, the file is in step with the run and the tab is clean
+    # are saved as they arrive (by Lab, once the panel merged them: a moment after the panel
+    # showed the run failed), the file is in step with the run and the tab is clean
+    lab.wait_file_cells(
+        notebook,
+        lambda cells: any("prepare run" in "".join(c["source"]) for c in cells),
+        "the run's cells",
+    )
     expect(notebook_tab(page, notebook)).not_to_have_class(DIRTY, timeout=UI_MS)
-    on_disk = [c["source"] for c in lab.notebook_cells(notebook)]
-    assert any("prepare run" in source for source in on_disk), on_disk
     kernel_before = _kernel_of(lab, notebook)
     restart = tid(panel, "bcc-restart")
     expect(restart).to_be_enabled()
@@ -648,3 +660,36 @@ def shut_down_the_kernel(page: Page) -> None:
     page.locator('.lm-MenuBar-itemLabel:text-is("Kernel")').click()
     page.locator('.lm-Menu-itemLabel:text-is("Shut Down Kernel")').click()
     page.wait_for_function(f"() => ({CONNECTED_KERNEL_JS})() === null", timeout=UI_MS)
+
+
+TREADMILL = JOURNEYS.parent / "browser" / "treadmill.yaml"
+
+
+def test_cancel_from_a_panel_behind_a_workflow_that_keeps_committing_cancels_it(
+    lab: Lab, pages: Pages
+) -> None:
+    """The panel shows a snapshot several commits old (a slow network, held back here) of a
+    workflow that commits several times a second; the user presses Cancel. Each send is
+    refused as stale (409, with the current snapshot) while the workflow keeps moving, and the
+    panel sends it again against what the 409 brought until it lands: cancelled, no conflict
+    notice. (The server waits a moment after a stale command before it goes on, so a resend
+    is not outrun by the next commit.)"""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(TREADMILL, lab.root / "blueprints" / "treadmill.yaml")
+    notebook = "actions/treadmill.ipynb"
+    page, gate, panel = open_gated(lab, pages, notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/treadmill.yaml", max_hops=100000)[
+        "workflow_id"
+    ]
+    badge = tid(panel, "bcc-badge")
+    expect(badge).to_have_attribute("data-status", "running", timeout=UI_MS)
+    gate.freeze()
+    shown = lab.snapshot(workflow_id)["version"]
+    lab.wait_snapshot(workflow_id, lambda s: s["version"] > shown + 5, "the workflow moving on")
+    sent, cancelled = cancel_through(page, lab, workflow_id, tid(panel, "bcc-cancel"))
+    gate.release()
+    assert cancelled["fsm"]["state"] == "cancelled"
+    expect(badge).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
+    expect(panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')).to_have_count(0)
+    assert sent[:1] == [409], f"the panel's first cancel was not stale: {sent}"
+    assert sent[-1] == 200, sent

@@ -17,6 +17,7 @@ from tests.browser.conftest import (
     Lab,
     Pages,
     assert_panel_layout,
+    cancel_through,
     expect,
     open_lab,
     open_panel,
@@ -176,16 +177,7 @@ def test_cancel_from_the_list_wins_against_a_workflow_that_keeps_committing(
     expect(row).to_have_attribute("data-version", re.compile(r"\d+"))
     shown = int(row.get_attribute("data-version") or -1)
     lab.wait_snapshot(workflow_id, lambda s: s["version"] > shown + 3, "the workflow moving on")
-    refused: list[int] = []
-    page.on(
-        "response",
-        lambda r: refused.append(r.status) if r.url.split("?")[0].endswith("/commands") else None,
-    )
-    tid(row, "bcc-workflow-cancel").click()
-    page.locator(".jp-Dialog .jp-mod-accept").click()
-    cancelled = lab.wait_snapshot(
-        workflow_id, lambda s: s["run"]["status"] == "cancelled", "the cancel", timeout=60
-    )
+    refused, cancelled = cancel_through(page, lab, workflow_id, tid(row, "bcc-workflow-cancel"))
     assert cancelled["fsm"]["state"] == "cancelled"
     expect(row).to_have_attribute("data-status", "cancelled", timeout=UI_MS)
     expect(tid(panel, "bcc-notice").filter(has_text="Could not cancel")).to_have_count(0)

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from notebook_bcc.engine import commands
-from notebook_bcc.engine.engine import Engine
+from notebook_bcc.engine.engine import Engine, RunResult
 from notebook_bcc.models.contract import ExecutionStatus
 from notebook_bcc.models.event import WorkflowEvent
 from tests.engine.conftest import EngineHarness, finish
@@ -26,6 +26,33 @@ def _versions_between(events: list[WorkflowEvent], first: str, last: str) -> lis
     began = next(e.version for e in events if e.kind == "transition" and e.event == first)
     ended = next(e.version for e in events if e.kind == "transition" and e.event == last)
     return sorted({e.version for e in events if began <= e.version < ended})
+
+
+async def _first_cell_running(engine: Engine) -> tuple[asyncio.Future[RunResult], list[int]]:
+    """Run the slow blueprint until its first sleeping cell runs: (the run, the versions of
+    every event published so far and from now on)."""
+    first_cell_running = asyncio.Event()
+    committed: list[int] = []
+
+    def watch(event: WorkflowEvent) -> None:
+        committed.append(event.version)
+        if event.kind == "cell" and "sleeper" in str(event.detail.get("cell_id", "")):
+            first_cell_running.set()
+
+    engine.subscribe(watch)
+    running = asyncio.ensure_future(engine.run())
+    await first_cell_running.wait()
+    return running, committed
+
+
+async def _sleepers_run(engine: Engine) -> list[tuple[str, ExecutionStatus]]:
+    """(code, status) of the slow blueprint's sleeping cells that got a contract, in order."""
+    contracts = await engine.store.call(lambda s: s.contracts(engine.snapshot.workflow_id))
+    return [
+        (str(c.action_detail["code"]), c.status)
+        for c in contracts
+        if "slept" in str(c.action_detail.get("code", ""))
+    ]
 
 
 def test_a_run_of_code_actions_costs_one_commit_each(
@@ -82,28 +109,15 @@ def test_a_pause_while_a_cell_runs_lands_once_that_cell_ran(
 
     async def scenario() -> None:
         engine = await harness.open("slow", auto_confirm=True)
-        first_cell_running = asyncio.Event()
-
-        def watch(event: WorkflowEvent) -> None:
-            if event.kind == "cell" and "sleeper" in str(event.detail.get("cell_id", "")):
-                first_cell_running.set()
-
-        engine.subscribe(watch)
         try:
-            running = asyncio.ensure_future(engine.run())
-            await first_cell_running.wait()
+            running, _ = await _first_cell_running(engine)
             paused = await engine.command(
                 {"action": "pause", "expected_version": engine.snapshot.version}
             )
             assert paused.run.status == "paused"
             result = await running
             assert result.snapshot.run.status == "paused"
-            ran = [
-                c
-                for c in await engine.store.call(lambda s: s.contracts(engine.snapshot.workflow_id))
-                if "slept" in str(c.action_detail.get("code", ""))
-            ]
-            assert [(c.action_detail["code"], c.status) for c in ran] == [
+            assert await _sleepers_run(engine) == [
                 ("import time; time.sleep(1.0); slept = 1", ExecutionStatus.COMPLETED)
             ]
             result = await engine.run()
@@ -149,3 +163,38 @@ def test_a_blueprint_boundary_rides_in_the_next_actions_commit(
         assert ran, "the boundary's commit is the next action's own"
         boundaries += 1
     assert boundaries >= 5
+
+
+def test_a_stale_command_ends_the_chain_so_its_resend_lands_before_the_next_cell(
+    harness: EngineHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pause sent against an old version while a cell runs is refused (409). Its sender will
+    send it again against the state it got back: the chain must not carry the next cell's
+    RUNNING in the commit that ends the running cell, or the resend would only land after
+    that next cell too. The chain ends there and the loop gives the resend its moment: the
+    paused run ran exactly the cell that was running."""
+    monkeypatch.setattr(commands, "INBOX_POLL_S", 600.0)
+    monkeypatch.setattr(commands, "RESEND_GRACE_S", 3.0)  # outlasts the 1 s cell
+
+    async def scenario() -> None:
+        engine = await harness.open("slow", auto_confirm=True)
+        try:
+            running, committed = await _first_cell_running(engine)
+            seen = engine.snapshot.version
+            with pytest.raises(commands.VersionConflictError) as refused:
+                await engine.command({"action": "pause", "expected_version": seen - 1})
+            assert refused.value.current.version == seen
+            while max(committed) == seen:  # the running cell's outcome, committed
+                await asyncio.sleep(0.02)
+            paused = await engine.command(
+                {"action": "pause", "expected_version": engine.snapshot.version}
+            )
+            assert paused.run.status == "paused"
+            assert (await running).snapshot.run.status == "paused"
+            assert await _sleepers_run(engine) == [
+                ("import time; time.sleep(1.0); slept = 1", ExecutionStatus.COMPLETED)
+            ]
+        finally:
+            await finish(engine)
+
+    harness.run(scenario)
