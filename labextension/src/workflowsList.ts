@@ -9,8 +9,8 @@ import { sendWhileMeant } from './resend';
 import type { Command, WorkflowSummary } from './types';
 import { splitReleased, summaryLine } from './workflowsRule';
 
-/** FSM states a workflow does not leave: a cancel sent again there means nothing. */
-const ENDED: readonly string[] = ['workflow_completed', 'cancelled'];
+/** Run statuses a workflow does not leave: nothing to cancel there (nor to send again). */
+const FINISHED: readonly string[] = ['completed', 'cancelled'];
 
 /** How often the open list refreshes itself. */
 const REFRESH_MS = 3000;
@@ -111,7 +111,7 @@ export class WorkflowsList {
   private row(w: WorkflowSummary): HTMLElement {
     const line = summaryLine(w, new Date());
     const path = w.notebook_path;
-    const stoppable = w.live && !['completed', 'cancelled'].includes(w.run_status);
+    const stoppable = w.live && !FINISHED.includes(w.run_status);
     return h(
       'div',
       {
@@ -183,7 +183,7 @@ export class WorkflowsList {
         expected_version: version
       });
       await sendWhileMeant(this.services.api, w.workflow_id, cancel(w.version), fresh =>
-        ENDED.includes(fresh.fsm.state) ? null : cancel(fresh.version)
+        FINISHED.includes(fresh.run.status) ? null : cancel(fresh.version)
       );
     } catch (error) {
       this.services.notify('error', `Could not cancel: ${(error as Error).message}`);

@@ -332,16 +332,15 @@ class FileIdFollower:
         someone else changes the file; a save by rename gives it a new inode each time, and
         without this every check after a workflow write would crawl the root)."""
         path = writer.api_path
+        live = self._live(writer)
         if not self._ready.is_set():
             # the crawl goes on: the file now carries the workflow's id; its file id is
             # recorded once the manager can tell it (the write does not wait for that)
-            live = self._live(writer)
             stamp = self._stamp_under(self.follower.service.contents.root_dir, path)
             if live is not None and stamp is not None and live.notebook_path == path:
                 self._found[live.workflow_id] = (path, stamp)
             self._spawn(self._written_later(writer))
             return
-        live = self._live(writer)
         if live is None or not await self._usable():
             return
         await self._record(live.workflow_id, self.ids.index(path))
