@@ -5,7 +5,7 @@
  */
 import { ApiError, BccApi } from './api';
 import type { NoticeKind } from './panelNotices';
-import { sendWhileMeant, type StillMeant } from './resend';
+import { sendWhileMeant, whileStillAsked, type StillMeant } from './resend';
 import type { Command, FsmTransition, WorkflowSnapshot } from './types';
 import { DECISION_TITLES, controlViews, type ControlId } from './view';
 
@@ -173,9 +173,12 @@ export class PanelCommands {
       return false;
     }
     const verb = decision === 'approve' ? 'Approve' : 'Reject';
+    // the same question still open after the workflow moved (a followed rename): the
+    // answer still applies, sent again against the fresh version
     return this.send(
       { decide: target.id, decision, expected_version: snapshot.version },
-      `${verb} ${DECISION_TITLES[target.kind].toLowerCase()}`
+      `${verb} ${DECISION_TITLES[target.kind].toLowerCase()}`,
+      whileStillAsked(target, decision)
     );
   }
 }

@@ -6,7 +6,8 @@
  * so one resend is not enough; a bounded few are.
  */
 import { ApiError, type BccApi } from './api';
-import type { Command, WorkflowSnapshot } from './types';
+import { canonical } from './threeWay';
+import type { Command, PendingDecision, WorkflowSnapshot } from './types';
 
 /** Resends after a 409 before the conflict is the answer (each follows a fresh commit). */
 export const MAX_RESENDS = 5;
@@ -38,4 +39,22 @@ export async function sendWhileMeant(
       next = again;
     }
   }
+}
+
+/**
+ * An answer to a pending decision means the same while that very question is still open:
+ * the workflow may have moved meanwhile without touching it (a rename of its notebook
+ * followed, a heartbeat of the run's record). Sent again while the fresh snapshot still
+ * holds the same decision (id, kind, message, details and time); a decision answered,
+ * dropped or replaced meanwhile is not answered blind: the 409 is the answer.
+ */
+export function whileStillAsked(
+  shown: PendingDecision,
+  decision: 'approve' | 'reject'
+): StillMeant {
+  const asked = canonical(shown);
+  return fresh =>
+    fresh.run.pending.some(p => canonical(p) === asked)
+      ? { decide: shown.id, decision, expected_version: fresh.version }
+      : null;
 }

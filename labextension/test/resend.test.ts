@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 
 import { ApiError } from '../src/api';
-import { MAX_RESENDS, sendWhileMeant } from '../src/resend';
+import { MAX_RESENDS, sendWhileMeant, whileStillAsked } from '../src/resend';
 import type { Command, WorkflowSnapshot } from '../src/types';
 import { loadSnapshot } from './helpers';
 
@@ -97,5 +97,61 @@ describe('sendWhileMeant', () => {
       (error: unknown) => error instanceof ApiError && error.status === 400
     );
     assert.equal(calls, 1);
+  });
+});
+
+describe('whileStillAsked', () => {
+  const waiting = loadSnapshot('housing-waiting');
+  const shown = waiting.run.pending[0];
+  const at = (version: number, pending = waiting.run.pending): WorkflowSnapshot => ({
+    ...waiting,
+    version,
+    run: { ...waiting.run, pending }
+  });
+
+  it('answers the same question again at the fresh version (a followed rename moved it)', () => {
+    assert.ok(shown, 'the fixture waits on a decision');
+    const again = whileStillAsked(shown, 'approve')(at(waiting.version + 1));
+    assert.deepEqual(again, {
+      decide: shown.id,
+      decision: 'approve',
+      expected_version: waiting.version + 1
+    });
+  });
+
+  it('does not answer blind once the question was answered or replaced', () => {
+    assert.equal(whileStillAsked(shown, 'reject')(at(waiting.version + 1, [])), null);
+    const replaced = { ...shown, message: shown.message + ' (asked again)' };
+    assert.equal(whileStillAsked(shown, 'approve')(at(waiting.version + 1, [replaced])), null);
+    const other = { ...shown, details: { ...shown.details, extra: 1 } };
+    assert.equal(whileStillAsked(shown, 'approve')(at(waiting.version + 1, [other])), null);
+  });
+
+  it('lands through sendWhileMeant after the workflow moved under the panel', async () => {
+    const sent: Command[] = [];
+    const api = {
+      async command(_id: string, command: Command): Promise<WorkflowSnapshot> {
+        sent.push(command);
+        if (command.expected_version !== waiting.version + 1) {
+          throw new ApiError(409, {
+            code: 'conflict',
+            message: 'moved',
+            details: { snapshot: at(waiting.version + 1) }
+          });
+        }
+        return at(waiting.version + 2, []);
+      }
+    };
+    const answer = await sendWhileMeant(
+      api,
+      'wf',
+      { decide: shown.id, decision: 'approve', expected_version: waiting.version },
+      whileStillAsked(shown, 'approve')
+    );
+    assert.deepEqual(
+      sent.map(c => c.expected_version),
+      [waiting.version, waiting.version + 1]
+    );
+    assert.equal(answer.run.pending.length, 0);
   });
 });

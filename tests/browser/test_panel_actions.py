@@ -693,3 +693,58 @@ def test_cancel_from_a_panel_behind_a_workflow_that_keeps_committing_cancels_it(
     expect(panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')).to_have_count(0)
     assert sent[:1] == [409], f"the panel's first cancel was not stale: {sent}"
     assert sent[-1] == 200, sent
+
+
+ASKS = JOURNEYS.parent / "browser" / "asks.yaml"
+
+
+def test_an_answer_given_after_the_notebook_was_renamed_lands(lab: Lab, pages: Pages) -> None:
+    """The run waits on a decision; the notebook is renamed in Lab, and the workflow follows
+    it with a new version naming the new path, while the panel (its stream held back) still
+    shows the version before. The user approves: the answer is refused as stale (409), and
+    since the fresh snapshot still asks the very same question, the panel sends it again:
+    approved, the run completes, no conflict notice asks the user to click again."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(ASKS, lab.root / "blueprints" / "asks.yaml")
+    notebook, renamed = "actions/asks.ipynb", "actions/asks-renamed.ipynb"
+    page, gate, panel = open_gated(lab, pages, notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/asks.yaml")["workflow_id"]
+    asked = lab.next_decision_or_end(workflow_id)
+    assert asked["run"]["status"] == "waiting", asked["run"]
+    (decision,) = asked["run"]["pending"]
+    shown = decision_in(panel, decision["id"])
+    expect(shown).to_be_visible(timeout=UI_MS)
+    gate.freeze()
+    page.evaluate(
+        "([a, b]) => window.jupyterapp.serviceManager.contents.rename(a, b)", [notebook, renamed]
+    )
+    moved = lab.wait_snapshot(
+        workflow_id,
+        lambda s: s["notebook_path"] == renamed and s["version"] > asked["version"],
+        "the workflow following the rename",
+    )
+    assert moved["run"]["pending"] == asked["run"]["pending"], "the same question is open"
+
+    statuses: list[int] = []
+
+    def is_command(response: Any) -> bool:
+        return bool(response.url.split("?")[0].endswith("/commands"))
+
+    def answered(response: Any) -> None:
+        if is_command(response):
+            statuses.append(response.status)
+
+    page.on("response", answered)
+    try:
+        with page.expect_response(lambda r: is_command(r) and r.status != 409, timeout=UI_MS):
+            tid(shown, "bcc-approve").click()
+    finally:
+        page.remove_listener("response", answered)
+    gate.release()
+    assert statuses == [409, 200], statuses
+    done = lab.wait_snapshot(
+        workflow_id, lambda s: s["run"]["status"] == "completed", "the approved run's end"
+    )
+    assert done["notebook_path"] == renamed
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "completed", timeout=UI_MS)
+    expect(panel.locator('[data-testid="bcc-notice"][data-kind="conflict"]')).to_have_count(0)
