@@ -11,8 +11,8 @@ contracts, store commits, kernel layer, blueprint planner), headless, as ``noteb
   every behavior (the planner's ``generate_actions`` turn, while the kernel is idle), so it is
   interleaved with the run. From it:
 
-  - a trivial code action: the time between consecutive code-cell completions inside a
-    behavior (median over the run) / the median R of the run;
+  - a trivial code action: the time between consecutive code cells finishing in the kernel
+    inside a behavior (median over the run) / the median R of the run;
   - the per-transition store cost (``Engine.metrics_commit_ms``, every commit) over the code
     actions 1-20 and 1981-2000, the ratio of the medians, with the snapshot parts that grow;
 
@@ -54,7 +54,9 @@ from notebook_bcc.blueprint.loader import load_blueprint_text
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.headless import HeadlessRun, close_headless, open_headless
 from notebook_bcc.engine.options import EngineOptions
-from notebook_bcc.models.event import WorkflowEvent
+from notebook_bcc.engine.parameters import INPUTS_PATH
+from notebook_bcc.kernel.cell_ids import ActionPath
+from notebook_bcc.models.actions import ExecAction
 from notebook_bcc.models.snapshot import WorkflowSnapshot
 from notebook_bcc.planners.base import PlannerReply, PlannerRequest
 from notebook_bcc.planners.blueprint import BlueprintPlanner
@@ -135,7 +137,7 @@ class Commit:
 
 @dataclass(repr=False)  # asyncio may repr the run's result: keep that cheap
 class RunRecorder:
-    """Everything the long run records (through the event listener and a commit wrapper)."""
+    """Everything the long run records (through wrappers of the kernel runner and commits)."""
 
     size_at: tuple[int, ...]
     replay_at: tuple[range, ...] = ()
@@ -145,7 +147,7 @@ class RunRecorder:
     r: list[tuple[int, float]] = field(default_factory=list)
     """(code action in progress, R seconds)."""
     intervals: list[tuple[int, float]] = field(default_factory=list)
-    """(code action, seconds since the previous code-cell completion of its behavior)."""
+    """(code action, seconds since the previous code cell of its behavior finished)."""
     cpu: dict[int, tuple[float, float]] = field(default_factory=dict)
     """Code action -> CPU seconds of this process (all threads, event-loop thread) in it."""
     clocks: tuple[float, float] = (0.0, 0.0)
@@ -153,8 +155,8 @@ class RunRecorder:
     store_calls: dict[int, int] = field(default_factory=dict)
     """Code action -> store-thread round trips (commits, inbox polls, ...) made during it."""
     boundaries: list[float] = field(default_factory=list)
-    """Seconds between a behavior's last code-cell completion and the next behavior's first
-    action starting, minus the R trials made in between."""
+    """Seconds between a behavior's last code cell finishing in the kernel and the next
+    behavior's first code cell starting, minus the R trials made in between."""
     boundary_at: list[int] = field(default_factory=list)
     """The code action in progress during each boundary (its R trials carry the same one)."""
     replays: list[tuple[Path, list[StoreCommit]]] = field(default_factory=list)
@@ -167,38 +169,49 @@ class RunRecorder:
     """(action, snapshot bytes the commit wrote) of every commit."""
     snapshots: dict[int, WorkflowSnapshot] = field(default_factory=dict)
     excluded: float = 0.0
-    completions: list[float] = field(default_factory=list)
-    last_completion: tuple[float, float] | None = None
+    behavior: tuple[str, int, str, str, int] | None = None
+    """The behavior run (stage, visit, step, behavior, iteration) of the last code cell."""
+    last_end: tuple[float, float] | None = None
+    """When the last code cell finished in the kernel, and :attr:`excluded` then."""
 
-    def on_event(self, event: WorkflowEvent) -> None:
-        """Code-cell completions: a blueprint code action is an ``add`` then an ``exec``."""
-        if event.kind != "transition":
-            return
-        now = perf_counter()
-        if event.event == "START_ACTION":
-            if self.last_completion is not None:
-                at, excluded = self.last_completion
-                self.boundaries.append(now - at - (self.excluded - excluded))
-                self.boundary_at.append(self.done + 1)
-            self.completions = []
-        elif event.event == "COMPLETE_ACTION":
-            self.completions.append(now)
-            if len(self.completions) % 2 == 0:
-                self.done += 1
-                clocks = (process_time(), thread_time())
-                if len(self.completions) >= 4:
-                    self.intervals.append((self.done, now - self.completions[-3]))
-                    self.cpu[self.done] = (
-                        clocks[0] - self.clocks[0],
-                        clocks[1] - self.clocks[1],
-                    )
-                self.clocks = clocks
-                self.last_completion = (now, self.excluded)
+    def cell_ran(self, path: ActionPath, began: float, ended: float) -> None:
+        """A queued code cell ran in the kernel from ``began`` to ``ended``.
+
+        Timed at the kernel runner, not by the events the engine publishes: a commit may
+        carry a cell's outcome later (the next cell's RUNNING commit; the behavior's last cell
+        rides with a folded boundary), so its ``COMPLETE_ACTION`` event is no completion time.
+        """
+        if path.stage_id == INPUTS_PATH.stage_id:
+            return  # the inputs and parameters cells: setup, not a code action
+        behavior = (path.stage_id, path.visit, path.step_id, path.behavior_id, path.iteration)
+        self.done += 1
+        clocks = (process_time(), thread_time())
+        if self.last_end is not None:
+            at, excluded = self.last_end
+            if behavior != self.behavior:
+                self.boundaries.append(began - at - (self.excluded - excluded))
+                self.boundary_at.append(self.done)
+            else:
+                self.intervals.append((self.done, ended - at))
+                self.cpu[self.done] = (clocks[0] - self.clocks[0], clocks[1] - self.clocks[1])
+        self.behavior = behavior
+        self.clocks = clocks
+        self.last_end = (ended, self.excluded)
 
     def watch(self, engine: Engine, folder: Path) -> None:
         """Subscribe, time every commit through ``engine.metrics_commit_ms``, and keep the
         store commits of the :attr:`replay_at` windows (with the database before each)."""
-        engine.subscribe(self.on_event)
+        runner = engine.runtime.runner
+        run_cell = runner.run
+
+        async def timed(action: Any, path: ActionPath, **kwargs: Any) -> Any:
+            began = perf_counter()
+            outcome = await run_cell(action, path, **kwargs)
+            if isinstance(action, ExecAction):
+                self.cell_ran(path, began, perf_counter())
+            return outcome
+
+        runner.run = timed  # type: ignore[method-assign]
         original = engine.commit
         store_commit = engine.store.commit
         self.replays = [(folder / f"replay-{i}.sqlite", []) for i in range(len(self.replay_at))]

@@ -119,7 +119,9 @@ class ActionExecutor(Confirmations, Skips):
         With ``chain`` (the loop's own action run), when the next action is a code cell's
         ``add`` + ``exec`` and :meth:`~.host.EngineHost.may_carry_on` allows it, nothing is
         committed: the outcome is returned to ride in the next cell's RUNNING commit, so a
-        code action in a run of them costs one commit (issue 23).
+        code action in a run of them costs one commit (issue 23). The behavior's last code
+        cell's outcome rides the same way with a folded boundary (a blueprint's) when
+        :meth:`_may_ride_the_boundary`.
         """
         extra: list[HistoryEntry | TraceRecord] = []
         queue = snapshot.action_queue
@@ -141,8 +143,27 @@ class ActionExecutor(Confirmations, Skips):
         )
         if chain and moved_on and self._may_chain(snapshot):
             return outcome
+        if chain and not moved_on and self._may_ride_the_boundary(snapshot):
+            self.engine.stage_outcome(
+                outcome.snapshot,
+                records=outcome.records,
+                contracts=outcome.contracts,
+                cells=outcome.cells,
+                kinds=outcome.kinds,
+                warnings=outcome.warnings,
+            )
+            return None
         await self._flush(outcome)
         return None
+
+    def _may_ride_the_boundary(self, snapshot: WorkflowSnapshot) -> bool:
+        """Whether the outcome of the behavior's last code cell may ride with the folded
+        boundary after it (a blueprint's) into the next commit: the queue is done, the
+        kernel is the one the cell ran in, and nothing waits for a safe point."""
+        queue = snapshot.action_queue
+        if snapshot.fsm.state is not State.ACTION_COMPLETED or queue.index < len(queue.actions):
+            return False
+        return kernel_loss.unchanged(self.engine.runtime) and self.engine.may_stage(snapshot)
 
     def _may_chain(self, snapshot: WorkflowSnapshot) -> bool:
         """Whether the action now at ``snapshot``'s queue index may run before the outcome

@@ -16,10 +16,13 @@ Folded boundaries (issue 23): when the planner's answers are a pure function of 
 a boundary -- COMPLETE_BEHAVIOR, the reflections, NEXT_STAGE, START_STEP, START_BEHAVIOR, the
 queued actions -- are *staged* (:meth:`Committer.commit_applied` with ``stage=True``) instead of
 committed one by one: they ride in the next commit, which is at the latest the next code cell's
-RUNNING commit, still made before that cell runs (D10). A staged change carries no cell and no
-contract, opens no decision and never changes the run's status, so a process killed before it
-is committed resumes at the last commit and makes the same moves again. Any commit -- a
-command's, a failure's, a stop's -- carries what is staged first.
+RUNNING commit, still made before that cell runs (D10). A staged change opens no decision and
+never changes the run's status, so a process killed before it is committed resumes at the last
+commit and makes the same moves again. The one contract and cell it may carry are the outcome
+of the behavior's last code cell when that cell was reversible and succeeded
+(:meth:`Committer.stage_outcome`): killed before the commit, the run re-runs that cell on
+resume, as any interrupted reversible cell. Any commit -- a command's, a failure's, a stop's,
+a kernel rebuild's -- carries what is staged first.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class Staged:
     events: list[EventDraft] = field(default_factory=list)
     kinds: frozenset[str] = frozenset()
     warnings: list[str] = field(default_factory=list)
+    contracts: list[ExecutionContract] = field(default_factory=list)
+    """Only the terminal contract of a behavior's last reversible code cell (see
+    :meth:`Committer.stage_outcome`)."""
+    cells: list[CellRow] = field(default_factory=list)
 
 
 class Committer(_Rooms):
@@ -110,6 +117,31 @@ class Committer(_Rooms):
             and self.may_carry_on()
         )
 
+    def stage_outcome(
+        self,
+        snapshot: WorkflowSnapshot,
+        *,
+        records: Sequence[HistoryEntry | TraceRecord],
+        contracts: Sequence[ExecutionContract],
+        cells: Sequence[CellRow],
+        kinds: frozenset[str],
+        warnings: Sequence[str],
+    ) -> None:
+        """Stage the outcome of a behavior's last code cell (reversible, succeeded) to ride
+        with the folded boundary into the next commit; the caller checked :meth:`may_stage`.
+
+        Until then the store holds that cell RUNNING: a process killed at the boundary
+        re-runs it on resume, as any interrupted reversible cell, and the next cell still
+        runs only after the commit that holds its outputs (D10)."""
+        staged = self.staged or Staged()
+        staged.records.extend(records)
+        staged.contracts.extend(contracts)
+        staged.cells.extend(cells)
+        staged.kinds |= kinds
+        staged.warnings.extend(warnings)
+        self.staged = staged
+        self.snapshot = snapshot
+
     async def commit_staged(self) -> None:
         """Commit what is staged, if anything (the run loop's last word)."""
         if self.staged is not None:
@@ -149,6 +181,9 @@ class Committer(_Rooms):
             events = [*staged.events, *events]
             kinds = kinds | staged.kinds
             warnings = [*staged.warnings, *warnings]
+            contracts = [*staged.contracts, *contracts]
+            newer = {cell.cell_id for cell in cells}
+            cells = [*(c for c in staged.cells if c.cell_id not in newer), *cells]
         before = self.snapshot
         history = [r for r in records if isinstance(r, HistoryEntry)]
         trace = [r for r in records if isinstance(r, TraceRecord)]

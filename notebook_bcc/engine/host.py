@@ -80,6 +80,27 @@ class EngineHost(Protocol):
         """Make one change durable and publish its events."""
         ...
 
+    def may_stage(self, snapshot: WorkflowSnapshot) -> bool:
+        """Whether a move to ``snapshot`` may ride in the next commit (a folded boundary)."""
+        ...
+
+    def stage_outcome(
+        self,
+        snapshot: WorkflowSnapshot,
+        *,
+        records: Sequence[HistoryEntry | TraceRecord],
+        contracts: Sequence[ExecutionContract],
+        cells: Sequence[CellRow],
+        kinds: frozenset[str],
+        warnings: Sequence[str],
+    ) -> None:
+        """Let a behavior's last reversible code cell's outcome ride in the next commit."""
+        ...
+
+    async def commit_staged(self) -> None:
+        """Commit what is staged, if anything."""
+        ...
+
     async def commit_applied(
         self,
         applied: Applied,

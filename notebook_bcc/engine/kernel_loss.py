@@ -180,6 +180,9 @@ async def _replace(runtime: KernelRuntime) -> None:
 
 
 async def _rebuild(engine: EngineHost, effect: str) -> None:
+    # a rebuild replays the completed cells the store holds: the last one may still ride
+    # with a folded boundary (Committer.stage_outcome)
+    await engine.commit_staged()
     snap = engine.snapshot
     engine.snapshot = snap.model_copy(update={"effects": add_current(snap.effects, [effect])})
     await engine.recovery.rebuild(actor="recovery")

@@ -15,8 +15,11 @@ import pytest
 
 from notebook_bcc.engine import commands
 from notebook_bcc.engine.engine import Engine, RunResult
+from notebook_bcc.kernel.aio import maybe_await
 from notebook_bcc.models.contract import ExecutionStatus
 from notebook_bcc.models.event import WorkflowEvent
+from notebook_bcc.planners.base import PlannerReply, PlannerRequest
+from notebook_bcc.planners.blueprint import BlueprintPlanner
 from tests.engine.conftest import EngineHarness, finish
 
 
@@ -61,7 +64,8 @@ def test_a_run_of_code_actions_costs_one_commit_each(
     """6 code actions and a markdown one: RUNNING(1) (START_ACTION and the boundary before it
     ride in it: a blueprint run folds its boundaries), then each code action's outcome with the
     next one's RUNNING, the third's outcome alone (a markdown action follows), the markdown,
-    RUNNING(4), ..., the last outcome alone: 9 commits where one per action move made 14."""
+    RUNNING(4), ..., and the last outcome rides with the folded boundary after it into the
+    run's last commit: 8 commits where one per action move made 14."""
     monkeypatch.setattr(commands, "INBOX_POLL_S", 600.0)  # no inbox poll inside the chain
 
     async def scenario() -> Engine:
@@ -76,7 +80,7 @@ def test_a_run_of_code_actions_costs_one_commit_each(
     engine = harness.run(scenario)
     workflow_id = engine.snapshot.workflow_id
     commits = _versions_between(harness.events, "START_ACTION", "COMPLETE_BEHAVIOR")
-    assert len(commits) == 9, commits
+    assert len(commits) == 8, commits
 
     # every cell and its outputs are in the store, every contract completed
     store = harness.store()
@@ -198,3 +202,45 @@ def test_a_stale_command_ends_the_chain_so_its_resend_lands_before_the_next_cell
             await finish(engine)
 
     harness.run(scenario)
+
+
+class _RestartsTheKernelBeforeUse(BlueprintPlanner):
+    """The blueprint planner; before it hands out ``use_b``'s actions, the kernel is restarted
+    behind the engine's back (as JupyterLab's Restart would), once."""
+
+    def __init__(self, harness: EngineHarness) -> None:
+        super().__init__(harness.planner("handover").loaded)
+        self.engine: Engine | None = None
+        self.restarted = False
+
+    async def generate_actions(self, request: PlannerRequest) -> PlannerReply:
+        if request.snapshot.location.current.behavior_id == "use_b" and not self.restarted:
+            assert self.engine is not None
+            self.restarted = True
+            await maybe_await(self.engine.runtime.session.km.restart_kernel(now=True))
+        return await super().generate_actions(request)
+
+
+def test_a_kernel_rebuilt_at_a_folded_boundary_replays_the_cell_riding_in_it(
+    harness: EngineHarness,
+) -> None:
+    """``b = a + 1`` ends its behavior: its outcome rides with the folded boundary, not yet in
+    the store, when the kernel is restarted during that boundary. The next cell finds a new
+    kernel and rebuilds it from the completed cells the store holds: the riding outcome is
+    committed first, so ``b`` is replayed and ``c = b * 10`` passes its criterion."""
+    planner = _RestartsTheKernelBeforeUse(harness)
+
+    async def scenario() -> RunResult:
+        engine = await harness.open("handover", planner=planner, auto_confirm=True)
+        planner.engine = engine
+        try:
+            return await engine.run()
+        finally:
+            await finish(engine)
+
+    result = harness.run(scenario)
+    assert planner.restarted
+    assert result.exit_code == 0, result.snapshot.run.reason
+    assert result.snapshot.acceptance["use_b"]["c == 20"].status == "passed"
+    effects = [*result.snapshot.effects.history, *result.snapshot.effects.current]
+    assert any("rebuilt from the completed cells" in line for line in effects), effects
