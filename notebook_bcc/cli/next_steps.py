@@ -63,7 +63,9 @@ def next_commands(
     ``auto_confirm``: the run was driven with ``--auto-confirm``; the command that continues
     it says so too (a resume without it stops at the first decision, which an unattended user
     did not expect). A run started with it keeps that in its stored options, so ``status``
-    after a crash says it as well.
+    after a crash says it as well. A decision pending then is one it never answers (an action
+    in doubt, a budget): the command answers it explicitly *and* keeps ``--auto-confirm`` for
+    what follows, or the run would stop again at the next stage review.
     """
     if state_db is None:
         return []
@@ -71,7 +73,7 @@ def next_commands(
     base = f"notebook-bcc resume --state-db {shlex.quote(str(state_db))}"
     status = snapshot.run.status
     pending = snapshot.run.pending
-    if auto_confirm and not pending:
+    if auto_confirm:
         base += " --auto-confirm"
     if pending:
         if len(pending) == 1:

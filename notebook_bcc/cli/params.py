@@ -86,12 +86,27 @@ def _error(message: str) -> NotebookBccError:
     return ParameterError(message)
 
 
-def _mapping(text: str, where: str) -> dict[str, Any]:
+def _mapping(text: str, where: str, *, file: Path | None = None) -> dict[str, Any]:
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
         data = YAML(typ="safe", pure=True).load(text)
+    except MarkedYAMLError as exc:
+        # one line naming the place as a blueprint error does (FILE:LINE), not ruamel's
+        # multi-line report about "<unicode string>"
+        mark = exc.problem_mark or exc.context_mark
+        opened = exc.context_mark
+        context = exc.context
+        if context and opened is not None and opened is not mark:
+            context += f" opened at line {opened.line + 1}, column {opened.column + 1}"
+        reason = "; ".join(part for part in (context, exc.problem) if part)
+        if mark is None:
+            raise _error(f"{where}: not valid YAML: {reason}") from None
+        at = f"line {mark.line + 1}, column {mark.column + 1}"
+        if file is not None:
+            raise _error(f"-f {file}:{mark.line + 1}: not valid YAML ({at}): {reason}") from None
+        raise _error(f"{where}, {at}: not valid YAML: {reason}") from None
     except YAMLError as exc:
         raise _error(f"{where}: not valid YAML: {exc}") from None
     if data is None:
@@ -121,7 +136,7 @@ def gather(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
     given: dict[str, Any] = {}
     raw: dict[str, str] = {}
     for path in args.parameters_file:
-        given.update(_mapping(_read_file(path), f"-f {path}"))
+        given.update(_mapping(_read_file(path), f"-f {path}", file=path))
     for number, text in enumerate(args.parameters_yaml, 1):
         given.update(_mapping(text, f"-y (#{number})"))
     for name, text in args.parameters:

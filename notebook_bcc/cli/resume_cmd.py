@@ -123,12 +123,8 @@ def _resume(args: argparse.Namespace) -> int:
     finally:
         store.close()
     pending = stored.run.pending
-    if owner_alive(owner) and owner != owner_tag():
-        print(
-            f"error: workflow {workflow_id} is being run by process {owner}: wait for it to "
-            f"stop, or `notebook-bcc cancel --state-db {args.state_db}` it",
-            file=sys.stderr,
-        )
+    if owner is not None and owner_alive(owner) and owner != owner_tag():
+        print(_busy(workflow_id, owner, args.state_db), file=sys.stderr)
         return 2
     if args.restart and stored.fsm.state.value in ("workflow_completed", "cancelled"):
         print(
@@ -203,6 +199,14 @@ def _resume(args: argparse.Namespace) -> int:
             )
             _list(pending)
             return 2
+    claimer = open_existing(args.state_db)
+    try:  # the check above, made again and kept in one transaction (two resumes at once)
+        other = claimer.claim_owner(workflow_id, owner_tag(), owner_alive)
+    finally:
+        claimer.close()
+    if other is not None:
+        print(_busy(workflow_id, other, args.state_db), file=sys.stderr)
+        return 2
     options = EngineOptions(
         auto_confirm=args.auto_confirm,
         cell_timeout=args.cell_timeout,
@@ -248,6 +252,13 @@ async def record_settings(engine: Any, changes: dict[str, Any]) -> None:
     )
     names = ", ".join(f"{key} = {value}" for key, value in changes.items())
     print(f"planner settings changed: {names}", file=sys.stderr)
+
+
+def _busy(workflow_id: str, owner: str, state_db: Path) -> str:
+    return (
+        f"error: workflow {workflow_id} is being run by process {owner}: wait for it to "
+        f"stop, or `notebook-bcc cancel --state-db {state_db}` it"
+    )
 
 
 def _list(pending: Any) -> None:

@@ -10,7 +10,6 @@ code the same API on one dedicated executor thread.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from notebook_bcc.store.errors import (
     UnknownWorkflowError,
     VersionConflictError,
 )
+from notebook_bcc.store.inbox import StoreInbox
 from notebook_bcc.store.reads import CellRow, StoreReads
 
 GENESIS = anchor.GENESIS
@@ -122,7 +122,7 @@ _json = anchor.canonical_json
 """Canonical JSON of stored JSON columns (trace metadata, cells, command bodies)."""
 
 
-class SqliteStore(StoreReads):
+class SqliteStore(StoreInbox, StoreReads):
     """Synchronous store over one SQLite file; use from a single thread."""
 
     def __init__(
@@ -508,55 +508,6 @@ class SqliteStore(StoreReads):
             chains.append("events", _event_row(base, draft, published))
         chains.flush()
         return CommitResult(stored, published)
-
-    # -- owner and command inbox ---------------------------------------------------------------
-
-    def set_owner(self, workflow_id: str, owner: str | None) -> None:
-        """Record which process drives the workflow (``pid@host``), or None when it stops."""
-        self._write(
-            lambda: self._db.execute(
-                "UPDATE workflows SET owner = ? WHERE workflow_id = ?", (owner, workflow_id)
-            )
-        )
-
-    def owner(self, workflow_id: str) -> str | None:
-        """The process recorded as driving the workflow, if any."""
-        row = self._db.execute(
-            "SELECT owner FROM workflows WHERE workflow_id = ?", (workflow_id,)
-        ).fetchone()
-        if row is None:
-            raise UnknownWorkflowError(workflow_id)
-        return None if row[0] is None else str(row[0])
-
-    def enqueue_command(self, workflow_id: str, body: dict[str, Any]) -> int:
-        """Queue a human command for the process driving the workflow; returns its id."""
-        self.load(workflow_id)
-
-        def insert() -> int:
-            cursor = self._db.execute(
-                "INSERT INTO commands (workflow_id, body, created_at) VALUES (?, ?, ?)",
-                (workflow_id, _json(body), utc_now_iso()),
-            )
-            return int(cursor.lastrowid or 0)
-
-        return self._write(insert, kinds=frozenset({"command"}))
-
-    def open_commands(self, workflow_id: str) -> list[tuple[int, dict[str, Any]]]:
-        """Commands not yet taken, oldest first."""
-        rows = self._db.execute(
-            "SELECT id, body FROM commands WHERE workflow_id = ? AND done_at IS NULL ORDER BY id",
-            (workflow_id,),
-        )
-        return [(int(r[0]), json.loads(r[1])) for r in rows]
-
-    def finish_command(self, command_id: int, outcome: str) -> None:
-        """Mark a queued command taken, with what became of it."""
-        self._write(
-            lambda: self._db.execute(
-                "UPDATE commands SET done_at = ?, outcome = ? WHERE id = ?",
-                (utc_now_iso(), outcome, command_id),
-            )
-        )
 
     def stored_bytes(self, workflow_id: str) -> tuple[int, int]:
         """Bytes of the stored snapshot's parts and of its item rows (benchmarks)."""

@@ -314,6 +314,32 @@ def test_more_bad_input_exits_2_in_process(
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_malformed_parameters_yaml_is_one_line_naming_file_and_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A broken ``-f`` file reads like a broken blueprint (``FILE:LINE: ...`` on one line),
+    not as ruamel's multi-line report about ``"<unicode string>"``."""
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "p.yaml").write_text("n: 1\nextra: {x: 1\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    argv = ["run", str(blueprint("params")), "-f", str(given / "p.yaml")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"error: -f {given / 'p.yaml'}:3: not valid YAML (line 3, column 1)")
+    assert "flow mapping opened at line 2, column 8" in err[0]
+    assert "<unicode string>" not in err[0]
+    assert main(["run", str(blueprint("params")), "-y", "n: [1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: -y (#1), line 1, column 6: not valid YAML: "), line
+    assert sorted(p.name for p in work.iterdir()) == []
+
+
 def test_replay_refuses_new_parameters(tmp_path: Path) -> None:
     (tmp_path / "transcript.jsonl").write_text(
         json.dumps({"type": "header", "planner": {"kind": "blueprint", "settings": {}}}) + "\n"

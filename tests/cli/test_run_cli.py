@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -61,6 +63,27 @@ def test_waiting_exits_3_and_status_shows_the_decision(tmp_path: Path) -> None:
     as_json = cli("status", "--state-db", tmp_path / "state.sqlite", "--json")
     snapshot = json.loads(as_json.stdout)
     assert snapshot["run"]["pending"][0]["kind"] == "stage_confirmation"
+
+
+def test_two_resumes_at_once_one_runs_the_other_says_who_does(tmp_path: Path) -> None:
+    """Two terminals answer the same waiting run at the same moment: one process takes it
+    and completes it; the other is told which process runs it (not a version conflict with
+    "reload and retry" half way through), and changes nothing."""
+    assert cli(*run_args(tmp_path, "confirm")).returncode == 3
+    db = tmp_path / "state.sqlite"
+    argv = [sys.executable, "-m", "notebook_bcc", "resume", "--state-db", str(db), "--approve"]
+    both = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    answers = [(p.wait(timeout=300), *p.communicate()) for p in both]
+    codes = sorted(code for code, _, _ in answers)
+    assert codes == [0, 2], answers
+    ((_, _, told),) = [a for a in answers if a[0] == 2]
+    assert "is being run by process" in told, told
+    assert "reload and retry" not in told
+    status = json.loads(cli("status", "--state-db", db, "--json").stdout)
+    assert status["run"]["status"] == "completed", status["run"]
 
 
 def test_approve_on_a_completed_run_says_it_is_completed(tmp_path: Path) -> None:

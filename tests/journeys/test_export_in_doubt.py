@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.journeys.conftest import HOUSING, cli, lab_notebook  # noqa: F401
+from tests.journeys.conftest import HOUSING, JOURNEYS, cells, cli, lab_notebook  # noqa: F401
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -49,6 +50,20 @@ def _wait_for(path: Path, process: subprocess.Popen[bytes], timeout: float = 240
         time.sleep(0.05)
 
 
+def _killed_once_written(argv: list[str], log: Path, folder: Path) -> None:
+    """Start ``argv`` in ``folder`` and kill it, kernel and all, as ``kill -9`` does, once
+    ``log`` exists (the export's side effect is done and its cell still runs)."""
+    with (folder / "run.log").open("wb") as out:
+        process = subprocess.Popen(
+            argv, cwd=folder, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            _wait_for(log, process)
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 def test_a_run_killed_mid_export_asks_and_completes_without_exporting_again(
     tmp_path: Path,
     lab_notebook: Path,  # noqa: F811
@@ -59,15 +74,7 @@ def test_a_run_killed_mid_export_asks_and_completes_without_exporting_again(
     argv = [sys.executable, "-m", "notebook_bcc", "run", str(example), "--auto-confirm"]
     argv += ["--notebook", str(lab_notebook), "--state-db", str(db)]
     argv += ["--problem", "Predict house prices"]
-    with (tmp_path / "run.log").open("wb") as out:
-        process = subprocess.Popen(
-            argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            _wait_for(log, process)
-        finally:
-            os.killpg(process.pid, signal.SIGKILL)  # the run and its kernel, as kill -9 does
-            process.wait()
+    _killed_once_written(argv, log, tmp_path)
     assert log.read_text() == "export ran\n"
     (lab_notebook.parent / "never.gate").touch()  # from now on the export cell would end at once
     told = cli("status", "--state-db", db).stdout
@@ -90,3 +97,46 @@ def test_a_run_killed_mid_export_asks_and_completes_without_exporting_again(
     assert finished.returncode == 0
     assert "nothing to resume" in finished.stdout
     assert log.read_text() == "export ran\n"
+
+
+def _next_command(output: str) -> list[str]:
+    """The arguments of the ``next: notebook-bcc ...`` line a command printed (``run`` and
+    ``resume`` print it on stderr), as a user copies it (the note in parentheses left out)."""
+    lines = [line for line in output.splitlines() if line.startswith("next: notebook-bcc ")]
+    assert len(lines) == 1, output
+    return shlex.split(lines[0].removeprefix("next: notebook-bcc ").split("   (")[0])
+
+
+def test_an_unattended_run_killed_mid_export_stays_unattended_on_the_printed_way_back(
+    tmp_path: Path,
+    lab_notebook: Path,  # noqa: F811
+) -> None:
+    """``run --auto-confirm``, killed while the irreversible export runs, with a stage review
+    after it. The user types what ``status`` prints, then what ``resume`` prints, answering
+    "it ran" (``--reject``) where it says ``--approve (or --reject)``: the review after the
+    export is auto-confirmed as the run was started, the run completes, the export ran once."""
+    db = tmp_path / "state.sqlite"
+    log = lab_notebook.parent / "exports.log"
+    argv = [sys.executable, "-m", "notebook_bcc", "run", str(JOURNEYS / "unattended_review.yaml")]
+    argv += ["--auto-confirm", "--notebook", str(lab_notebook), "--state-db", str(db)]
+    _killed_once_written(argv, log, tmp_path)
+    (lab_notebook.parent / "export.gate").touch()
+
+    told = cli("status", "--state-db", db)
+    typed = _next_command(told.stdout + told.stderr)
+    assert "--auto-confirm" in typed, typed
+    asked = cli(*typed)
+    assert asked.returncode == 3, asked.stdout + asked.stderr
+    assert "in_doubt" in asked.stdout, asked.stdout
+    answer = _next_command(asked.stdout + asked.stderr)
+    assert "--approve" in answer, answer
+    assert "--auto-confirm" in answer, answer
+    settled = cli(*[("--reject" if word == "--approve" else word) for word in answer])
+    assert settled.returncode == 0, settled.stdout + settled.stderr
+    assert log.read_text() == "exported\n", "the export ran once"
+    status = json.loads(cli("status", "--state-db", db, "--json").stdout)
+    assert status["run"]["status"] == "completed", status["run"]
+    printed = "".join(
+        "".join(o.get("text", "")) for c in cells(lab_notebook) for o in c.get("outputs", [])
+    )
+    assert "report 42" in printed
