@@ -14,6 +14,7 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import type { Contents } from '@jupyterlab/services';
 
 import { cellEdits, type CellEdit } from './inPlace';
+import { replaceOutputs, type CodeOutputs } from './outputs';
 import { canonical, type CellJson, type NotebookJson } from './threeWay';
 
 /** The part of Lab's document context (private in Lab 4) that records the file's version. */
@@ -93,13 +94,8 @@ function updateCell(model: INotebookModel, index: number, cell: CellJson): boole
     current.setMetadata((cell.metadata ?? {}) as never);
   }
   if (cell.cell_type === 'code') {
-    const code = current as unknown as {
-      setOutputs(outputs: nbformat.IOutput[]): void;
-      execution_count: nbformat.ExecutionCount;
-    };
-    if (canonical(json.outputs ?? []) !== canonical(cell.outputs ?? [])) {
-      code.setOutputs((cell.outputs ?? []) as unknown as nbformat.IOutput[]);
-    }
+    const code = current as unknown as CodeOutputs;
+    replaceOutputs(code, (cell.outputs ?? []) as unknown as nbformat.IOutput[]);
     const count = (cell.execution_count ?? null) as nbformat.ExecutionCount;
     if (code.execution_count !== count) {
       code.execution_count = count;

@@ -28,6 +28,7 @@ import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { BccApi, CellOp, MergeAnswer } from './api';
 import { adoptInPlace } from './adopt';
+import { addOutputs, clearOutputs, outputsDiffer, type CodeOutputs } from './outputs';
 import { cellsEdited, opsStillApply } from './coeditRule';
 import { resolveConflicts } from './conflicts';
 import { serializeRenames, type SaveQueue } from './renames';
@@ -62,6 +63,8 @@ export class DocumentCoeditor {
   /** Plans applied to a document and not yet in its file: acknowledged by its next save. */
   private readonly unsaved = new Map<string, MergeAnswer[]>();
   private readonly saving = new Set<string>();
+  /** Paths whose last save failed (the server was down): saved again once it answers. */
+  private readonly failedSaves = new Set<string>();
   private readonly inFlight = new Map<string, MergeAnswer[]>();
   /** Each document's file as this window last loaded or saved it (the merge base). */
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
@@ -131,8 +134,13 @@ export class DocumentCoeditor {
             // save asked for covers them too, or the notebook would stay modified after it
             void this.save(panel);
           }
+          this.failedSaves.delete(path);
         } else {
           this.unsaved.set(path, [...plans, ...(this.unsaved.get(path) ?? [])]);
+          // a save that failed because the server went away is made again when it answers:
+          // the document holds cells its file lacks, and none of its merges saves it now
+          // (they count the unsaved cells as the user's)
+          this.failedSaves.add(path);
         }
       });
       void this.beat();
@@ -221,6 +229,13 @@ export class DocumentCoeditor {
       const answer = await this.api.holdDocuments(this.holder, paths, dirty);
       this.held = new Set(paths);
       this.heldUntil = sentAt + answer.ttl * 1000;
+      for (const panel of panels) {
+        const path = panel.context.path;
+        if (this.failedSaves.has(path) && !this.saving.has(path) && !this.busy.has(path)) {
+          this.failedSaves.delete(path); // the server answers again: save what failed
+          void this.save(panel).catch(() => undefined);
+        }
+      }
       for (const doc of answer.documents) {
         const panel = panels.find(p => p.context.path === doc.path);
         if (!panel) {
@@ -331,9 +346,10 @@ export class DocumentCoeditor {
       return null;
     }
     let changed = false;
+    const outputs: PendingOutputs = [];
     shared.transact(() => {
       for (const op of plan.ops) {
-        applyOp(panel, op);
+        applyOp(panel, op, outputs);
         changed = true;
       }
       for (const [key, value] of Object.entries(plan.metadata)) {
@@ -344,6 +360,7 @@ export class DocumentCoeditor {
         }
       }
     });
+    settleOutputs(shared, outputs);
     return changed;
   }
 
@@ -531,7 +548,31 @@ function showRunning(target: unknown, cell: nbformat.ICell): void {
   }
 }
 
-function applyOp(panel: NotebookPanel, op: CellOp): void {
+/** Outputs to give existing code cells once the plan's transaction is over: (id, outputs). */
+type PendingOutputs = Array<[string, nbformat.IOutput[]]>;
+
+/** Give existing cells new outputs once the plan's transaction is over, in two more: the
+ *  old ones removed, then the new ones added (see ``outputs.ts``). */
+function settleOutputs(
+  shared: NotebookPanel['context']['model']['sharedModel'],
+  pending: PendingOutputs
+): void {
+  if (pending.length === 0) {
+    return;
+  }
+  const byId = new Map(shared.cells.map(cell => [cell.id, cell]));
+  const cells: Array<[CodeOutputs, nbformat.IOutput[]]> = [];
+  for (const [id, outputs] of pending) {
+    const cell = byId.get(id);
+    if (cell && cell.cell_type === 'code') {
+      cells.push([cell as unknown as CodeOutputs, outputs]);
+    }
+  }
+  shared.transact(() => clearOutputs(cells.map(([cell]) => cell)));
+  shared.transact(() => addOutputs(cells));
+}
+
+function applyOp(panel: NotebookPanel, op: CellOp, outputs: PendingOutputs): void {
   const shared = panel.context.model.sharedModel;
   const cell = op.cell as unknown as nbformat.ICell;
   if (op.op === 'insert') {
@@ -552,13 +593,16 @@ function applyOp(panel: NotebookPanel, op: CellOp): void {
   }
   target.setMetadata((cell.metadata ?? {}) as never);
   if (cell.cell_type === 'code') {
-    const code = target as unknown as {
-      setOutputs(o: nbformat.IOutput[]): void;
-      execution_count: nbformat.ExecutionCount;
-    };
+    const code = target as unknown as CodeOutputs;
     const codeCell = cell as nbformat.ICodeCell;
-    code.setOutputs(codeCell.outputs ?? []);
-    code.execution_count = codeCell.execution_count ?? null;
+    const wanted = codeCell.outputs ?? [];
+    if (outputsDiffer(code, wanted)) {
+      outputs.push([op.cell_id, wanted]);
+    }
+    const count = codeCell.execution_count ?? null;
+    if (code.execution_count !== count) {
+      code.execution_count = count;
+    }
     showRunning(target, cell);
   }
 }

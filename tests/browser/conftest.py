@@ -150,8 +150,10 @@ class Lab:
             # is only refreshed by the next pip install. The first labextensions folder that
             # holds a name wins, and inside a venv jupyter_core puts the venv's folders first
             # unless JUPYTER_PREFER_ENV_PATH=0 (set below), which puts this data dir first.
-            (data_dir / "labextensions").mkdir(parents=True)
-            (data_dir / "labextensions" / "notebook-bcc").symlink_to(BUILT_LABEXTENSION)
+            (data_dir / "labextensions").mkdir(parents=True, exist_ok=True)
+            link = data_dir / "labextensions" / "notebook-bcc"
+            if not link.is_symlink():
+                link.symlink_to(BUILT_LABEXTENSION)
         env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(self.home / "config"),
@@ -165,7 +167,7 @@ class Lab:
             env.update(collab)
         elif collab is not None:
             self._switch_off_collaboration()
-        with self.log_path.open("wb") as log:
+        with self.log_path.open("ab") as log:  # a restart's log follows the first one's
             self.process = subprocess.Popen(
                 [
                     str(JUPYTER),
@@ -215,6 +217,18 @@ class Lab:
                 pass
             time.sleep(0.25)
         raise AssertionError(f"jupyter lab did not answer in {timeout} s:\n{self.log_tail()}")
+
+    def crash_and_restart(self) -> None:
+        """``kill -9`` the server mid-whatever, then start ``jupyter lab`` again on the same
+        port, home and root, as a user does after a crash (its kernels die with it: they
+        watch their parent)."""
+        process = self.process
+        assert process is not None, "no server to kill"
+        assert process.poll() is None, "the server already stopped"
+        process.kill()
+        process.wait(timeout=30)
+        self.start()
+        self.wait_ready()
 
     def stop(self) -> None:
         process = self.process

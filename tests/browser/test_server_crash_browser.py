@@ -1,0 +1,153 @@
+"""A ``jupyter lab`` killed (``kill -9``) while a workflow writes into the open notebook, then
+started again by the user: the page reconnects, the run goes on, and the notebook the user
+looks at keeps every cell and output it showed before the crash."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.browser.conftest import (
+    PROGRESS_MS,
+    UI_MS,
+    Lab,
+    Pages,
+    expect,
+    open_lab,
+    open_panel,
+    shot,
+    tid,
+)
+from tests.journeys.conftest import JOURNEYS
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page, Route
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+STEADY = JOURNEYS.parent / "browser" / "steady.yaml"
+
+OUTPUTS = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  return w.context.model.sharedModel.cells
+    .filter(c => c.cell_type === 'code')
+    .map(c => c.toJSON().outputs.map(o => o.text ?? '').join(''));
+}"""
+
+
+def printed(page: Page) -> list[str]:
+    """The text each code cell of the open notebook shows as its output, in order."""
+    return [str(text).strip() for text in page.evaluate(OUTPUTS)]
+
+
+def wait_printed(page: Page, wanted: list[str], timeout: float = PROGRESS_MS) -> None:
+    """Wait until the open notebook's code cells show ``wanted`` among their outputs, in
+    order (the inputs cell prints nothing)."""
+    page.wait_for_function(
+        f"([wanted]) => {{ const got = ({OUTPUTS})().map(t => t.trim()).filter(t => t);"
+        " return JSON.stringify(got) === JSON.stringify(wanted); }",
+        arg=[wanted],
+        timeout=timeout,
+    )
+
+
+def open_steady(lab: Lab, pages: Pages, notebook: str) -> tuple[Page, Locator]:
+    """The steady blueprint under the root, a new ``notebook`` open in a page with the panel
+    shown: (page, panel)."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(STEADY, lab.root / "blueprints" / "steady.yaml")
+    lab.create_notebook(notebook)
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    return page, open_panel(page)
+
+
+def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outputs(
+    lab: Lab, pages: Pages
+) -> None:
+    notebook = "crash/steady.ipynb"
+    page, panel = open_steady(lab, pages, notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/steady.yaml")["workflow_id"]
+    before = ["first output", "second output", "third output"]
+    wait_printed(page, before)
+    lab.wait_snapshot(
+        workflow_id,
+        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
+        "the held cell running",
+    )
+    shot(page, "40-1-before-the-crash")
+
+    lab.crash_and_restart()
+    wait_until(lambda: bool(lab_row(lab, workflow_id)["live"]), "the workflow recovered")
+    expect(tid(panel, "bcc-connection")).to_have_attribute("data-mode", "live", timeout=UI_MS)
+    shot(page, "40-2-after-the-restart")
+    assert [t for t in printed(page) if t] == before, "the outputs shown before the crash"
+
+    (lab.root / "crash" / "go").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
+    everything = [*before, "fourth output", "fifth output"]
+    wait_printed(page, everything)
+    shot(page, "40-3-completed")
+    lab.wait_file_cells(
+        notebook, lambda cells: file_printed(cells) == everything, "every output in the file"
+    )
+
+
+def lab_row(lab: Lab, workflow_id: str) -> dict[str, Any]:
+    """The workflow's line of ``GET /workflows``."""
+    rows = lab.api("GET", "workflows")["workflows"]
+    return dict(next(row for row in rows if row["workflow_id"] == workflow_id))
+
+
+def file_printed(cells: list[dict[str, Any]]) -> list[str]:
+    """The non-empty printed text of each code cell of a notebook file, in order."""
+    texts = (
+        "".join("".join(o.get("text", "")) for o in c.get("outputs", [])).strip()
+        for c in cells
+        if c["cell_type"] == "code"
+    )
+    return [text for text in texts if text]
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = PROGRESS_MS) -> None:
+    """Poll ``condition`` (the server restarting: no event to wait on) until it holds."""
+    deadline = time.monotonic() + timeout / 1000
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_a_save_that_failed_while_the_server_was_away_is_made_again(lab: Lab, pages: Pages) -> None:
+    """The saves of the open notebook fail for a while (the server unreachable: the page's
+    saves are refused at the network here, deterministically); once they go through again
+    the panel saves what failed by itself, and the file gets every cell and output without
+    the user pressing Ctrl-S."""
+    notebook = "away/steady.ipynb"
+    page, _ = open_steady(lab, pages, notebook)
+    refused: list[str] = []
+
+    def refuse(route: Route) -> None:
+        if route.request.method == "PUT":
+            refused.append(route.request.url)
+            route.abort("connectionrefused")
+        else:
+            route.continue_()
+
+    page.route(f"**/api/contents/{notebook}*", refuse)
+    workflow_id = lab.start_workflow(notebook, "blueprints/steady.yaml")["workflow_id"]
+    before = ["first output", "second output", "third output"]
+    wait_printed(page, before)
+    wait_until(lambda: bool(refused), "a save refused")
+    page.unroute(f"**/api/contents/{notebook}*", refuse)
+    (lab.root / "away" / "go").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
+    everything = [*before, "fourth output", "fifth output"]
+    wait_printed(page, everything)
+    lab.wait_file_cells(
+        notebook, lambda cells: file_printed(cells) == everything, "every output in the file"
+    )
+    shot(page, "40-4-saved-after-failed-saves")
