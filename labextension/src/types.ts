@@ -212,6 +212,8 @@ export interface WorkflowSummary {
   active: boolean;
   live: boolean;
   running: boolean;
+  /** Being brought back after a server restart: live once its kernel is rebuilt. */
+  recovering?: boolean;
   last_activity?: string | null;
   /** Set when the server refused to recover it at start-up, and why. */
   not_recovered?: { reason: 'altered' | 'not_recovered'; message: string } | null;

@@ -218,6 +218,13 @@ class WorkflowSummary(WireModel):
     active: bool = Field(description="Holds its notebook (one active workflow per notebook).")
     live: bool = Field(description="An engine drives it in this server process.")
     running: bool = Field(description="Its run loop is executing right now.")
+    recovering: bool = Field(
+        default=False,
+        description=(
+            "This server is bringing it back after a restart (its engine and kernel prepared, "
+            "completed cells replayed): live once that ends; commands and its stream wait."
+        ),
+    )
     last_activity: str | None = Field(
         default=None, description="When its FSM or run status last changed (ISO 8601)."
     )

@@ -121,6 +121,7 @@ class QueryRoom(ServiceCore):
                     active=snap.workflow_id in active,
                     live=live is not None,
                     running=live is not None and live.running,
+                    recovering=live is None and workflow_id in self._recovering,
                     kernel_id=live.kernel.kernel_id if live is not None else None,
                     not_recovered=self.refused.get(workflow_id),
                     last_activity=max(
@@ -192,7 +193,12 @@ class QueryRoom(ServiceCore):
         """A client's event feed and the function that releases it.
 
         For a workflow no engine drives here, the feed holds the stored snapshot and ends.
+        One this server is still recovering after a restart is waited for first: its feed is
+        the live one (a panel then never shows it "not running here" while its kernel is
+        rebuilt, with every control disabled).
         """
+        await self.start()  # a first request after a restart: the recoveries are known then
+        await self._recovered(workflow_id)
         live = self._live.get(workflow_id)
         if live is not None:
             feed = live.hub.open()

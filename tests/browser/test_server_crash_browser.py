@@ -39,6 +39,19 @@ OUTPUTS = """() => {
 }"""
 
 
+WATCH_MODES = """() => {
+  window.__bccModes = [];
+  const node = document.querySelector('[data-testid="bcc-connection"]');
+  new MutationObserver(() => {
+    const now = document.querySelector('[data-testid="bcc-connection"]');
+    window.__bccModes.push(now ? now.getAttribute('data-mode') : null);
+  }).observe(node.closest('.jp-NotebookBcc-WorkflowPanel') ?? document.body, {
+    subtree: true, attributes: true, childList: true
+  });
+}"""
+"""Record every connection mode the panel's header shows from now on (``__bccModes``)."""
+
+
 def printed(page: Page) -> list[str]:
     """The text each code cell of the open notebook shows as its output, in order."""
     return [str(text).strip() for text in page.evaluate(OUTPUTS)]
@@ -80,12 +93,18 @@ def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outp
         "the held cell running",
     )
     shot(page, "40-1-before-the-crash")
+    page.evaluate(WATCH_MODES)
 
     lab.crash_and_restart()
     wait_until(lambda: bool(lab_row(lab, workflow_id)["live"]), "the workflow recovered")
     expect(tid(panel, "bcc-connection")).to_have_attribute("data-mode", "live", timeout=UI_MS)
     shot(page, "40-2-after-the-restart")
     assert [t for t in printed(page) if t] == before, "the outputs shown before the crash"
+    # while the server rebuilt the workflow's kernel the panel was reconnecting, never
+    # "not running here" with every control disabled
+    assert "stored" not in page.evaluate("() => window.__bccModes"), page.evaluate(
+        "() => window.__bccModes"
+    )
 
     (lab.root / "crash" / "go").touch()
     lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
