@@ -478,6 +478,10 @@ class ContentsNotebookWriter(NotebookWriter):
     async def _save(self, plan: _Plan) -> _Outcome:
         began = monotonic()
         for _attempt in range(_ATTEMPTS):
+            if self.gone:
+                # deleted while this write waited for its turn (behind one under way): the
+                # check before the wait is not enough, it must not land after the delete
+                raise _Vanished(self.api_path)
             before = await self._current_stamp()
             if before is None and self._stamp is not None:
                 # this writer saved the file and it is gone: removed (a terminal rm the

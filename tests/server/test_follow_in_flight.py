@@ -121,10 +121,16 @@ async def test_a_delete_during_a_write_leaves_the_notebook_deleted(
     api: Api, bcc_app: NotebookBccApp, root: Path, jp_fetch: Any
 ) -> None:
     workflow_id, writer, held, flush = await _waiting_with_a_save_in_flight(api, bcc_app, root)
+    # a second write, begun before the delete, waits behind the held one (a debounced write
+    # that fired meanwhile): it must not land after the delete either
+    writer.metadata_changed(writer.document.nb.metadata)
+    queued = asyncio.ensure_future(writer.flush_async())
+    await asyncio.sleep(0)
     await jp_fetch("api", "contents", "first.ipynb", method="DELETE")
     assert writer.gone
     held.release.set()
     await flush
+    await queued
     await until(lambda: not (root / "first.ipynb").exists(), "the deleted notebook to stay gone")
     paused = await api.wait_status(workflow_id, "paused")
     assert "deleted" in (paused["run"]["reason"] or "")
