@@ -191,7 +191,15 @@ def install_interrupts(engine: Any, view: Any) -> list[Any]:
         nonlocal hits
         hits += 1
         if hits == 1:
-            if engine.snapshot.fsm.state is State.ACTION_RUNNING:
+            replaying = engine.recovery.replaying
+            if replaying is not None:
+                done, total = replaying
+                view.notice(
+                    f"interrupt: finishing the replay of the kernel's state ({done} of {total} "
+                    "cells replayed), then stopping (again to stop now; the next resume "
+                    "replays them again)"
+                )
+            elif engine.snapshot.fsm.state is State.ACTION_RUNNING:
                 view.notice(
                     "interrupt: finishing the running cell, then stopping (again to stop now)"
                 )

@@ -51,6 +51,9 @@ class Recovery:
 
     def __init__(self, engine: EngineHost) -> None:
         self.engine = engine
+        self.replaying: tuple[int, int] | None = None
+        """While :meth:`rebuild` replays cells: (cells replayed so far, cells to replay), so
+        that what a Ctrl-C waits for can be said."""
 
     async def prepare(self, *, kernel_alive: bool = False, restart: bool = False) -> None:
         """Settle contracts, restore the kernel, leave error (see the module docstring)."""
@@ -283,46 +286,56 @@ class Recovery:
         lost: list[tuple[CellRow, ExecutionContract]] = []
         first_failure: tuple[str, str] | None = None
         await ensure_unaltered(engine, "the kernel is not rebuilt from it")
-        for row, original in await self._replayable():
-            if original.irreversible:
-                skipped += 1
-                lost.append((row, original))
-                names = lost_state.bound_names(_source(row.cell))
-                effects.append(
-                    f"WARN: the rebuilt kernel did not re-run irreversible cell {row.cell_id} "
-                    "(it runs at most once): "
-                    + (
-                        f"what it set ({', '.join(names[: lost_state.NAMES_SHOWN])}) is not in "
-                        "the new kernel"
-                        if names
-                        else "it set no variables, so nothing is missing"
+        replayable = await self._replayable()
+        total = sum(1 for _, original in replayable if not original.irreversible)
+        try:
+            for row, original in replayable:
+                self.replaying = (len(contracts), total)
+                if original.irreversible:
+                    skipped += 1
+                    lost.append((row, original))
+                    names = lost_state.bound_names(_source(row.cell))
+                    effects.append(
+                        f"WARN: the rebuilt kernel did not re-run irreversible cell {row.cell_id} "
+                        "(it runs at most once): "
+                        + (
+                            f"what it set ({', '.join(names[: lost_state.NAMES_SHOWN])}) is not in "
+                            "the new kernel"
+                            if names
+                            else "it set no variables, so nothing is missing"
+                        )
                     )
+                    continue
+                source = _source(row.cell)
+                replay, more = engine.new_contract(
+                    "replay",
+                    {"cell_id": row.cell_id, "of": original.execution_id},
+                    metadata={"cell_id": row.cell_id},
                 )
-                continue
-            source = _source(row.cell)
-            replay, more = engine.new_contract(
-                "replay",
-                {"cell_id": row.cell_id, "of": original.execution_id},
-                metadata={"cell_id": row.cell_id},
-            )
-            started, start_records = fire(replay, "start", actor=actor)
-            records += [*more, *start_records]
-            try:
-                reply = await session.silent(source, timeout=timeout)
-                content = reply.content
-            except NotebookBccError as exc:
-                content = {"status": "error", "ename": type(exc).__name__, "evalue": exc.message}
-            if content.get("status") == "ok":
-                done, last = fire(started, "succeed", actor=actor, result="replayed")
-                replayed += 1
-            else:
-                why = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
-                done, last = fire(started, "fail", actor=actor, error_message=why)
-                effects.append(f"WARN: replaying cell {row.cell_id} failed: {why}")
-                if first_failure is None:
-                    first_failure = (row.cell_id, why)
-            records += last
-            contracts.append(done)
+                started, start_records = fire(replay, "start", actor=actor)
+                records += [*more, *start_records]
+                try:
+                    reply = await session.silent(source, timeout=timeout)
+                    content = reply.content
+                except NotebookBccError as exc:
+                    content = {
+                        "status": "error",
+                        "ename": type(exc).__name__,
+                        "evalue": exc.message,
+                    }
+                if content.get("status") == "ok":
+                    done, last = fire(started, "succeed", actor=actor, result="replayed")
+                    replayed += 1
+                else:
+                    why = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
+                    done, last = fire(started, "fail", actor=actor, error_message=why)
+                    effects.append(f"WARN: replaying cell {row.cell_id} failed: {why}")
+                    if first_failure is None:
+                        first_failure = (row.cell_id, why)
+                records += last
+                contracts.append(done)
+        finally:
+            self.replaying = None
         await self._continue_counting()
         snap = engine.snapshot
         snap = snap.model_copy(update={"effects": add_current(snap.effects, effects)})

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -84,6 +86,41 @@ def test_two_resumes_at_once_one_runs_the_other_says_who_does(tmp_path: Path) ->
     assert "reload and retry" not in told
     status = json.loads(cli("status", "--state-db", db, "--json").stdout)
     assert status["run"]["status"] == "completed", status["run"]
+
+
+def test_ctrl_c_during_a_resumes_replay_says_it_finishes_the_replay(tmp_path: Path) -> None:
+    """``resume`` rebuilds the kernel by replaying the completed cells before anything else;
+    a Ctrl-C then says that is what it finishes (not "no cell is running" while it goes on
+    for as long as the replay takes), and the run stops interrupted once the replay ends."""
+    assert cli(*run_args(tmp_path, "replay_hold")).returncode == 3
+    hold = tmp_path / "hold-replay"
+    hold.touch()
+    argv = [sys.executable, "-m", "notebook_bcc", "resume", "--state-db"]
+    resume = subprocess.Popen(
+        [*argv, str(tmp_path / "state.sqlite"), "--approve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "replaying").exists():
+            assert resume.poll() is None, resume.communicate()
+            assert time.monotonic() < deadline, "the replay never started"
+            time.sleep(0.05)
+        resume.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # the handler prints at once; the replay still holds meanwhile
+        hold.unlink()
+        out, err = resume.communicate(timeout=120)
+    finally:
+        if resume.poll() is None:
+            resume.kill()
+    told = out + err  # the inputs cell is replayed first, then the held one
+    assert "finishing the replay of the kernel's state (1 of 2 cells replayed)" in told, told
+    assert "no cell is running" not in told
+    assert resume.returncode == 130, (out, err)
+    status = json.loads(cli("status", "--state-db", tmp_path / "state.sqlite", "--json").stdout)
+    assert status["run"]["status"] == "interrupted", status["run"]
 
 
 def test_approve_on_a_completed_run_says_it_is_completed(tmp_path: Path) -> None:
