@@ -32,6 +32,8 @@ export interface CellMark {
 /** What to show: any of stage / step / behavior (narrowing), or one contract. */
 export interface NavTarget {
   stage?: string | null;
+  /** One visit of a re-entered stage (its cells only, not those of its other visits). */
+  visit?: number | null;
   step?: string | null;
   behavior?: string | null;
   contract?: string | null;
@@ -94,8 +96,10 @@ export function matchingCells(marks: readonly CellMark[], target: NavTarget): nu
   if (!wanted.length) {
     return [];
   }
+  const visit = target.contract ? null : target.visit ?? null;
   return marks
     .filter(mark => wanted.every(([key, value]) => mark[key] === value))
+    .filter(mark => visit === null || (mark.visit ?? 1) === visit)
     .map(mark => mark.index)
     .sort((a, b) => a - b);
 }

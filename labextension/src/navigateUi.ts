@@ -317,12 +317,15 @@ export class NotebookNavigator {
   }
 }
 
-/** Stage, step and behavior ids of a tree element, from its own and its ancestors' items. */
+/** Stage (and its visit), step and behavior ids of a tree element, from its own and its
+ *  ancestors' items. */
 function treeTarget(element: HTMLElement): NavTarget {
   const target: NavTarget = {};
   let item: HTMLElement | null = element.closest('li[role="treeitem"]');
   while (item) {
     target.stage = target.stage ?? item.getAttribute('data-stage-id');
+    const visit = item.getAttribute('data-visit');
+    target.visit = target.visit ?? (visit ? Number(visit) : null);
     target.step = target.step ?? item.getAttribute('data-step-id');
     target.behavior = target.behavior ?? item.getAttribute('data-behavior-id');
     item = item.parentElement?.closest('li[role="treeitem"]') ?? null;

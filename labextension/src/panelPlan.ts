@@ -119,7 +119,11 @@ export function renderNode(ctx: SectionContext, item: TreeNode, level: 'stage' |
     'data-testid': level === 'behavior' ? 'bcc-tree-behavior' : `bcc-${level}`,
     [`data-${level}-id`]: item.id,
     'data-status': item.status,
-    role: 'treeitem'
+    role: 'treeitem',
+    // a re-entered stage is listed once per visit: its title opens that visit's cells only
+    ...(level === 'stage' && item.status !== 'remaining'
+      ? { 'data-visit': String(item.iteration ?? 1) }
+      : {})
   };
   if (!hasBody) {
     return h('li', attrs, h('div', { class: 'jp-NotebookBcc-leaf' }, label));

@@ -84,6 +84,21 @@ describe('matchingCells', () => {
     assert.deepEqual(matchingCells(all, {}), []);
     assert.deepEqual(matchingCells(all, { stage: 'nowhere' }), []);
   });
+
+  it('opens one visit of a re-entered stage, not the cells of its other visits', () => {
+    const visited = marks([
+      bcc({ stage_id: 'ratio', step_id: 'compute', behavior_id: 'b', visit: 1 }),
+      bcc({ stage_id: 'other', step_id: 's', behavior_id: 'b', visit: 1 }),
+      bcc({ stage_id: 'ratio', step_id: 'compute', behavior_id: 'b', visit: 2 }),
+      bcc({ stage_id: 'ratio', step_id: 'compute', behavior_id: 'b', visit: 2 })
+    ]);
+    assert.deepEqual(matchingCells(visited, { stage: 'ratio', visit: 2 }), [2, 3]);
+    assert.deepEqual(matchingCells(visited, { stage: 'ratio', visit: 1 }), [0]);
+    assert.deepEqual(matchingCells(visited, { stage: 'ratio' }), [0, 2, 3], 'every visit');
+    const step = { stage: 'ratio', visit: 2, step: 'compute', behavior: 'b' };
+    assert.deepEqual(matchingCells(visited, step), [2, 3]);
+    assert.deepEqual(matchingCells(visited, { contract: 'c-1', visit: 2 }), []);
+  });
 });
 
 describe('followIndex', () => {

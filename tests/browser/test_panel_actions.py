@@ -215,6 +215,23 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
     scroll_panel_top(page)
     shots(page, "11-5-completed")
 
+    # the stage the run looped back to is listed once per visit; the title of its second
+    # visit opens that visit's cells, not the first visit's as well
+    again = [
+        c
+        for c in lab.notebook_cells(notebook)
+        if (c["metadata"].get("notebook_bcc") or {}).get("visit") == 2
+    ]
+    assert again, "the housing run re-enters a stage"
+    looped = again[0]["metadata"]["notebook_bcc"]["stage_id"]
+    again = [c for c in again if c["metadata"]["notebook_bcc"]["stage_id"] == looped]
+    second = panel.locator(f'li[data-stage-id="{looped}"][data-visit="2"]')
+    expect(second).to_have_count(1)
+    second.locator(".jp-NotebookBcc-nodeTitle").first.click()
+    revealed = page.locator(".jp-NotebookPanel .jp-Cell.jp-NotebookBcc-revealed")
+    expect(revealed).to_have_count(len(again))
+    shots(page, "11-6-second-visit-revealed")
+
 
 def test_cancel_and_reset_from_the_panel(lab: Lab, pages: Pages) -> None:
     notebook = "actions/cancel.ipynb"
