@@ -549,6 +549,16 @@ def page(pages: Pages) -> Page:
 # -- page helpers ---------------------------------------------------------------------------
 
 
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = UI_MS / 1000) -> None:
+    """Poll a REST-side (or file-side) ``condition`` until it holds: for what no page event
+    announces (a server restarting, a file written)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
 def open_lab(
     page: Page, lab: Lab, notebook: str | None = None, workspace: str | None = None
 ) -> None:

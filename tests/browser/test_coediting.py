@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,7 @@ from tests.browser.conftest import (
     open_panel,
     shot,
     tid,
+    wait_until,
 )
 from tests.conftest import require_or_skip
 
@@ -93,15 +93,6 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         yield server
     finally:
         server.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = UI_MS / 1000) -> None:
-    """Poll a REST-side ``condition`` until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def model_cells(page: Page) -> list[dict[str, Any]]:

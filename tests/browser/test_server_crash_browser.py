@@ -5,8 +5,6 @@ looks at keeps every cell and output it showed before the crash."""
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,6 +19,7 @@ from tests.browser.conftest import (
     open_panel,
     shot,
     tid,
+    wait_until,
 )
 from tests.journeys.conftest import JOURNEYS
 
@@ -96,7 +95,11 @@ def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outp
     page.evaluate(WATCH_MODES)
 
     lab.crash_and_restart()
-    wait_until(lambda: bool(lab_row(lab, workflow_id)["live"]), "the workflow recovered")
+    wait_until(
+        lambda: any(w["live"] for w in lab.workflows(notebook)),
+        "the workflow recovered",
+        timeout=PROGRESS_MS / 1000,
+    )
     expect(tid(panel, "bcc-connection")).to_have_attribute("data-mode", "live", timeout=UI_MS)
     shot(page, "40-2-after-the-restart")
     assert [t for t in printed(page) if t] == before, "the outputs shown before the crash"
@@ -116,12 +119,6 @@ def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outp
     )
 
 
-def lab_row(lab: Lab, workflow_id: str) -> dict[str, Any]:
-    """The workflow's line of ``GET /workflows``."""
-    rows = lab.api("GET", "workflows")["workflows"]
-    return dict(next(row for row in rows if row["workflow_id"] == workflow_id))
-
-
 def file_printed(cells: list[dict[str, Any]]) -> list[str]:
     """The non-empty printed text of each code cell of a notebook file, in order."""
     texts = (
@@ -130,14 +127,6 @@ def file_printed(cells: list[dict[str, Any]]) -> list[str]:
         if c["cell_type"] == "code"
     )
     return [text for text in texts if text]
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = PROGRESS_MS) -> None:
-    """Poll ``condition`` (the server restarting: no event to wait on) until it holds."""
-    deadline = time.monotonic() + timeout / 1000
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_a_save_that_failed_while_the_server_was_away_is_made_again(lab: Lab, pages: Pages) -> None:
@@ -160,7 +149,7 @@ def test_a_save_that_failed_while_the_server_was_away_is_made_again(lab: Lab, pa
     workflow_id = lab.start_workflow(notebook, "blueprints/steady.yaml")["workflow_id"]
     before = ["first output", "second output", "third output"]
     wait_printed(page, before)
-    wait_until(lambda: bool(refused), "a save refused")
+    wait_until(lambda: bool(refused), "a save refused", timeout=PROGRESS_MS / 1000)
     lab.wait_snapshot(
         workflow_id,
         lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
