@@ -65,6 +65,8 @@ export class DocumentCoeditor {
   private readonly saving = new Set<string>();
   /** Paths whose last save failed (the server was down): saved again once it answers. */
   private readonly failedSaves = new Set<string>();
+  /** Paths whose failed save is being made again now. */
+  private readonly retrying = new Set<string>();
   private readonly inFlight = new Map<string, MergeAnswer[]>();
   /** Each document's file as this window last loaded or saved it (the merge base). */
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
@@ -212,6 +214,29 @@ export class DocumentCoeditor {
     return panels;
   }
 
+  /**
+   * The server answers again: save what failed. The path stays marked until a save of it
+   * completes (a retry skipped because the file could not be looked at yet, or failing
+   * again, is made at a later beat); a file deleted through this window is not saved again.
+   */
+  private retryFailedSave(panel: NotebookPanel): void {
+    const path = panel.context.path;
+    if (!this.failedSaves.has(path) || this.retrying.has(path)) {
+      return;
+    }
+    if (this.deleted.has(path)) {
+      this.failedSaves.delete(path);
+      return;
+    }
+    if (this.saving.has(path) || this.busy.has(path)) {
+      return;
+    }
+    this.retrying.add(path);
+    void this.save(panel)
+      .catch(() => undefined)
+      .finally(() => this.retrying.delete(path));
+  }
+
   /** One heartbeat: hold the open notebooks, merge those whose workflow moved on. */
   async beat(): Promise<void> {
     if (this.disposed || this.beating) {
@@ -230,11 +255,7 @@ export class DocumentCoeditor {
       this.held = new Set(paths);
       this.heldUntil = sentAt + answer.ttl * 1000;
       for (const panel of panels) {
-        const path = panel.context.path;
-        if (this.failedSaves.has(path) && !this.saving.has(path) && !this.busy.has(path)) {
-          this.failedSaves.delete(path); // the server answers again: save what failed
-          void this.save(panel).catch(() => undefined);
-        }
+        this.retryFailedSave(panel);
       }
       for (const doc of answer.documents) {
         const panel = panels.find(p => p.context.path === doc.path);
@@ -292,7 +313,6 @@ export class DocumentCoeditor {
         await this.catchUp(panel); // another window saved since: plan against its file
       }
       const sent = this.view(panel);
-      const wasDirty = context.model.dirty && this.userEdited(panel);
       const plan = await this.api.mergeDocument(
         this.holder,
         path,
@@ -302,6 +322,9 @@ export class DocumentCoeditor {
       if (context.path !== path || context.isDisposed) {
         return;
       }
+      // judged now, not before the plan travelled: a save that ended meanwhile (the retry of
+      // one that failed, say) made the document clean, and this plan's cells must be saved
+      const wasDirty = context.model.dirty && this.userEdited(panel);
       const changed = this.apply(panel, sent, plan);
       if (changed === null) {
         this.retry.add(path); // the user changed the document meanwhile: plan again
