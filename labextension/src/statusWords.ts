@@ -71,7 +71,17 @@ export function statusSentence(snapshot: WorkflowSnapshot, drivenHere = true): s
   }
 }
 
-/** The details line: the FSM state for those who want it. */
+/** The details line: the FSM state for those who want it. A failed or cancelled run stays
+ *  in the state it was in then ("stage completed" under "Failed in Modelling" read as if the
+ *  stage had gone well): the line says the state is where it stopped. */
 export function stateDetail(snapshot: WorkflowSnapshot): string {
-  return `Workflow state: ${humanState(snapshot.fsm.state)}`;
+  const state = humanState(snapshot.fsm.state);
+  switch (snapshot.run.status) {
+    case 'failed':
+      return `Workflow state when it failed: ${state}`;
+    case 'cancelled':
+      return `Workflow state when it was cancelled: ${state}`;
+    default:
+      return `Workflow state: ${state}`;
+  }
 }

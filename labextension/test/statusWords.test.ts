@@ -32,6 +32,17 @@ describe('statusSentence', () => {
     assert.equal(statusSentence(s), 'Waiting for your approval: Review the held-out RMSE');
     assert.equal(stateDetail(s), 'Workflow state: stage completed');
   });
+  it('says the state of a failed or cancelled run is where it stopped', () => {
+    assert.equal(
+      stateDetail(snap({ status: 'failed', reason: 'cell_error' })),
+      'Workflow state when it failed: stage completed'
+    );
+    assert.equal(
+      stateDetail(snap({ status: 'cancelled' })),
+      'Workflow state when it was cancelled: stage completed'
+    );
+    assert.equal(stateDetail(snap({ status: 'paused' })), 'Workflow state: stage completed');
+  });
   it('names the stage by its title when the plan gives one', () => {
     const s = snap({ status: 'running' }, 'fit_2');
     (s.location as unknown as Record<string, unknown>).progress = {

@@ -119,10 +119,12 @@ def check_words(page: Page, panel: Locator, name: str, extra: Callable[[], None]
     panel_width(page, round(default["width"]))
 
 
-def expect_plain_header(panel: Locator, sentence: str | re.Pattern[str]) -> None:
+def expect_plain_header(
+    panel: Locator, sentence: str | re.Pattern[str], state_words: str = "Workflow state"
+) -> None:
     expect(reason(panel)).to_have_text(sentence, timeout=PROGRESS_MS)
     state = tid(panel, "bcc-state")
-    expect(state).to_have_text(re.compile(r"^Workflow state: [a-z ]+$"))
+    expect(state).to_have_text(re.compile(rf"^{state_words}: [a-z ]+$"))
     header = tid(panel, "bcc-reason").locator("xpath=..")
     for jargon in ("WAITING FOR YOU ·", "run ?", "not possible in"):
         expect(header).not_to_contain_text(jargon)
@@ -176,9 +178,10 @@ def test_the_panel_reads_in_plain_words_in_every_state(lab: Lab, pages: Pages) -
     # failed: where and why, in words
     failed = "Failed in Tuning: InvalidParameterError: alpha must be >= 0, got -1"
     expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "failed", timeout=PROGRESS_MS)
-    expect_plain_header(panel, failed)
+    when = "Workflow state when it failed"
+    expect_plain_header(panel, failed, when)
     scroll_panel_top(page)
-    check_words(page, panel, "failed", lambda: expect_plain_header(panel, failed))
+    check_words(page, panel, "failed", lambda: expect_plain_header(panel, failed, when))
 
     # retry after the cause is fixed: the run completes
     (folder / "fixed").touch()
