@@ -155,16 +155,18 @@ export class BccApi {
     });
   }
 
-  /** The operations that put a workflow's cells into this document. */
+  /** The operations that put a workflow's cells into this document (``reloaded``: Lab
+   *  replaced the document with its file since the last merge). */
   mergeDocument(
     holder: string,
     path: string,
     cells: Array<[string | null, string]>,
-    documentModified: string | null
+    documentModified: string | null,
+    reloaded = false
   ): Promise<MergeAnswer> {
     return this.request(this.url('documents', 'merge'), {
       method: 'POST',
-      body: JSON.stringify({ holder, path, cells, document_modified: documentModified })
+      body: JSON.stringify({ holder, path, cells, document_modified: documentModified, reloaded })
     });
   }
 

@@ -67,6 +67,9 @@ export class DocumentCoeditor {
   private readonly failedSaves = new Set<string>();
   /** Paths whose failed save is being made again now. */
   private readonly retrying = new Set<string>();
+  /** Documents Lab replaced with their file (a revert) since their last merge, by how many
+   *  times: the next merge says so, and workflow cells the file lacks are put back. */
+  private readonly reloaded = new Map<string, number>();
   private readonly inFlight = new Map<string, MergeAnswer[]>();
   /** Each document's file as this window last loaded or saved it (the merge base). */
   private readonly bases = new WeakMap<NotebookPanel, NotebookJson>();
@@ -99,6 +102,7 @@ export class DocumentCoeditor {
     });
     tracker.widgetAdded.connect((_, panel) => {
       this.serializeSaves(panel);
+      this.watchReverts(panel);
       resolveConflicts(panel, {
         takeIn: async p => (await this.takeInFile(p, true)) !== null,
         rewritten: (p, content) => this.written.set(p, content as NotebookJson)
@@ -215,6 +219,24 @@ export class DocumentCoeditor {
   }
 
   /**
+   * Lab's revert (Reload from Disk; Revert to Checkpoint, which first puts the older file in
+   * place) replaces the whole document with the file. The workflow cells the file lacks
+   * were not deleted by the user: the next merge, made now rather than at the workflow's
+   * next change, says the document was reloaded and the server puts them back.
+   */
+  private watchReverts(panel: NotebookPanel): void {
+    const context = panel.context;
+    const revert = context.revert.bind(context);
+    context.revert = async (): Promise<void> => {
+      await revert();
+      const path = context.path;
+      this.reloaded.set(path, (this.reloaded.get(path) ?? 0) + 1);
+      this.retry.add(path);
+      void this.beat();
+    };
+  }
+
+  /**
    * The server answers again: save what failed. The path stays marked until a save of it
    * completes (a retry skipped because the file could not be looked at yet, or failing
    * again, is made at a later beat); a file deleted through this window is not saved again.
@@ -313,11 +335,13 @@ export class DocumentCoeditor {
         await this.catchUp(panel); // another window saved since: plan against its file
       }
       const sent = this.view(panel);
+      const reverts = this.reloaded.get(path) ?? 0;
       const plan = await this.api.mergeDocument(
         this.holder,
         path,
         sent,
-        context.contentsModel?.last_modified ?? null
+        context.contentsModel?.last_modified ?? null,
+        reverts > 0
       );
       if (context.path !== path || context.isDisposed) {
         return;
@@ -331,6 +355,9 @@ export class DocumentCoeditor {
         return;
       }
       this.retry.delete(path);
+      if (reverts > 0 && this.reloaded.get(path) === reverts) {
+        this.reloaded.delete(path); // no other revert since this plan was asked for
+      }
       this.versions.set(path, Math.max(version, plan.version));
       if (plan.ops.length > 0) {
         const plans = this.unsaved.get(path) ?? [];

@@ -6,9 +6,10 @@
   each path with a workflow its ``workflow_id``, cells ``version`` and whether this holder is
   the path's ``writer`` (the one window that takes the workflow's cells and saves them; the
   others reload the file while they are clean).
-- ``POST .../documents/merge`` ``{holder, path, cells, document_modified}``: the operations that put
-  the workflow's cells into the browser's document (``cells`` = ``[[cell id, source], ...]``
-  of that document in order).
+- ``POST .../documents/merge`` ``{holder, path, cells, document_modified, reloaded}``: the
+  operations that put the workflow's cells into the browser's document (``cells`` =
+  ``[[cell id, source], ...]`` of that document in order; ``reloaded``: Lab replaced the
+  document with its file since the last merge).
 - ``POST .../documents/ack`` ``{path, token, saved, detached, deleted}``: the browser applied
   the plan ``token`` and saved it (``saved`` = the file's new ``last_modified``).
 """
@@ -114,7 +115,10 @@ class MergeHandler(_CoeditHandler):
         request = self.parse(MergeRequest)
         writer = self.writer(request.path)
         plan = writer.merge_for_document(
-            request.holder, list(request.cells), request.document_modified
+            request.holder,
+            list(request.cells),
+            request.document_modified,
+            reloaded=request.reloaded,
         )
         self.answer(MergeAnswer.model_validate(plan))
 

@@ -39,6 +39,14 @@ class MergeRequest(BaseModel):
     path: str
     cells: list[tuple[str | None, str]] = Field(max_length=MAX_CELLS)
     document_modified: str | None = Field(default=None, max_length=64)
+    reloaded: bool = Field(
+        default=False,
+        description=(
+            "the document was replaced by its file since this browser's last merge (Lab's"
+            " revert: Reload from Disk, Revert to Checkpoint): what it had is what that file"
+            " had (document_modified), not what this browser acknowledged before"
+        ),
+    )
 
 
 class AckRequest(BaseModel):

@@ -306,7 +306,11 @@ class ContentsNotebookWriter(NotebookWriter):
         return cells
 
     def _plan_for(
-        self, view: list[tuple[str | None, str]], placed: set[str]
+        self,
+        view: list[tuple[str | None, str]],
+        placed: set[str],
+        *,
+        applied: dict[str, str] | None = None,
     ) -> tuple[MergePlan, dict[str, WorkflowCell]]:
         cells = self._workflow_cells()
         plan = plan_merge(
@@ -314,7 +318,7 @@ class ContentsNotebookWriter(NotebookWriter):
             cells,
             baseline=self._written,
             placed=placed,
-            applied=self._applied,
+            applied=self._applied if applied is None else applied,
             detached=self._detached,
             deleted=self._deleted,
         )
@@ -335,7 +339,12 @@ class ContentsNotebookWriter(NotebookWriter):
         return data
 
     def merge_for_document(
-        self, holder: str, view: list[tuple[str | None, str]], document_modified: str | None
+        self,
+        holder: str,
+        view: list[tuple[str | None, str]],
+        document_modified: str | None,
+        *,
+        reloaded: bool = False,
     ) -> dict[str, Any]:
         """A merge plan against browser ``holder``'s document (see :meth:`acknowledge`).
 
@@ -343,12 +352,17 @@ class ContentsNotebookWriter(NotebookWriter):
         the document had it: the browser acknowledged it, or the cell was in the file when
         the document was loaded or last saved (``document_modified``). A document loaded
         earlier (another tab, a stale model) gets the cell inserted instead.
+
+        ``reloaded``: Lab replaced the document with its file since (a revert; Revert to
+        Checkpoint restores an older file with its own time): what the browser acknowledged
+        is no longer in it, so only the file's time tells what it had, the cells placed after
+        it are inserted again, and the workflow cells it holds are brought up to date.
         """
         loaded = _epoch(document_modified)
-        had = set(self._known.get(holder, ()))
+        had = set() if reloaded else set(self._known.get(holder, ()))
         if loaded is not None:
             had |= {cid for cid, at in self._placed_at.items() if at <= loaded + 0.001}
-        plan, cells = self._plan_for(view, had)
+        plan, cells = self._plan_for(view, had, applied={} if reloaded else None)
         token = uuid.uuid4().hex
         self._pending[token] = (
             holder,

@@ -826,3 +826,53 @@ def panel_width(page: Page, width: int) -> None:
     page.mouse.down()
     page.mouse.move(x + (box["width"] - width), y, steps=5)
     page.mouse.up()
+
+
+# -- the steady run: outputs shown and in the file -----------------------------------------
+
+STEADY = REPO / "tests" / "fixtures" / "browser" / "steady.yaml"
+"""A run that prints as it goes and holds on a ``go`` file in the notebook's folder."""
+
+OUTPUTS = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  return w.context.model.sharedModel.cells
+    .filter(c => c.cell_type === 'code')
+    .map(c => c.toJSON().outputs.map(o => o.text ?? '').join(''));
+}"""
+
+
+def printed(page: Page) -> list[str]:
+    """The text each code cell of the open notebook shows as its output, in order."""
+    return [str(text).strip() for text in page.evaluate(OUTPUTS)]
+
+
+def wait_printed(page: Page, wanted: list[str], timeout: float = PROGRESS_MS) -> None:
+    """Wait until the open notebook's code cells show ``wanted`` among their outputs, in
+    order (the inputs cell prints nothing)."""
+    page.wait_for_function(
+        f"([wanted]) => {{ const got = ({OUTPUTS})().map(t => t.trim()).filter(t => t);"
+        " return JSON.stringify(got) === JSON.stringify(wanted); }",
+        arg=[wanted],
+        timeout=timeout,
+    )
+
+
+def open_steady(lab: Lab, pages: Pages, notebook: str) -> tuple[Page, Locator]:
+    """The steady blueprint under the root, a new ``notebook`` open in a page with the panel
+    shown: (page, panel)."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(STEADY, lab.root / "blueprints" / "steady.yaml")
+    lab.create_notebook(notebook)
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    return page, open_panel(page)
+
+
+def file_printed(cells: list[dict[str, Any]]) -> list[str]:
+    """The non-empty printed text of each code cell of a notebook file, in order."""
+    texts = (
+        "".join("".join(o.get("text", "")) for o in c.get("outputs", [])).strip()
+        for c in cells
+        if c["cell_type"] == "code"
+    )
+    return [text for text in texts if text]

@@ -4,8 +4,7 @@ looks at keeps every cell and output it showed before the crash."""
 
 from __future__ import annotations
 
-import shutil
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,28 +14,19 @@ from tests.browser.conftest import (
     Lab,
     Pages,
     expect,
-    open_lab,
-    open_panel,
+    file_printed,
+    open_steady,
+    printed,
     shot,
     tid,
+    wait_printed,
     wait_until,
 )
-from tests.journeys.conftest import JOURNEYS
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page, Route
+    from playwright.sync_api import Page, Route
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
-
-STEADY = JOURNEYS.parent / "browser" / "steady.yaml"
-
-OUTPUTS = """() => {
-  const w = window.jupyterapp.shell.currentWidget;
-  return w.context.model.sharedModel.cells
-    .filter(c => c.cell_type === 'code')
-    .map(c => c.toJSON().outputs.map(o => o.text ?? '').join(''));
-}"""
-
 
 WATCH_MODES = """() => {
   window.__bccModes = [];
@@ -49,33 +39,6 @@ WATCH_MODES = """() => {
   });
 }"""
 """Record every connection mode the panel's header shows from now on (``__bccModes``)."""
-
-
-def printed(page: Page) -> list[str]:
-    """The text each code cell of the open notebook shows as its output, in order."""
-    return [str(text).strip() for text in page.evaluate(OUTPUTS)]
-
-
-def wait_printed(page: Page, wanted: list[str], timeout: float = PROGRESS_MS) -> None:
-    """Wait until the open notebook's code cells show ``wanted`` among their outputs, in
-    order (the inputs cell prints nothing)."""
-    page.wait_for_function(
-        f"([wanted]) => {{ const got = ({OUTPUTS})().map(t => t.trim()).filter(t => t);"
-        " return JSON.stringify(got) === JSON.stringify(wanted); }",
-        arg=[wanted],
-        timeout=timeout,
-    )
-
-
-def open_steady(lab: Lab, pages: Pages, notebook: str) -> tuple[Page, Locator]:
-    """The steady blueprint under the root, a new ``notebook`` open in a page with the panel
-    shown: (page, panel)."""
-    (lab.root / "blueprints").mkdir(exist_ok=True)
-    shutil.copy(STEADY, lab.root / "blueprints" / "steady.yaml")
-    lab.create_notebook(notebook)
-    page = pages.new()
-    open_lab(page, lab, notebook)
-    return page, open_panel(page)
 
 
 def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outputs(
@@ -117,16 +80,6 @@ def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outp
     lab.wait_file_cells(
         notebook, lambda cells: file_printed(cells) == everything, "every output in the file"
     )
-
-
-def file_printed(cells: list[dict[str, Any]]) -> list[str]:
-    """The non-empty printed text of each code cell of a notebook file, in order."""
-    texts = (
-        "".join("".join(o.get("text", "")) for o in c.get("outputs", [])).strip()
-        for c in cells
-        if c["cell_type"] == "code"
-    )
-    return [text for text in texts if text]
 
 
 class RefusedSaves:

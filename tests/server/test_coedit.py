@@ -137,3 +137,59 @@ async def test_a_rename_through_the_contents_api_moves_the_workflow(
     await api.wait_status(workflow_id, "completed")
     await until(lambda: "after = True" in (root / "second.ipynb").read_text(), "the last cell")
     assert not (root / "first.ipynb").exists()
+
+
+async def test_a_document_reverted_to_an_older_file_gets_the_later_workflow_cells_back(
+    api: Api, root: Path
+) -> None:
+    """Lab's Revert to Checkpoint puts an older file (with its own older time) in place and
+    reloads the document from it: the workflow cells the browser had acknowledged are gone
+    from it, but the user did not delete them. A merge that says the document was reloaded
+    inserts them again (and updates those it holds); the same view without the word counts
+    them as deleted by the user, as a deletion in the document is."""
+    notebook = "reverted/one.ipynb"
+    (root / "reverted").mkdir()
+    (root / notebook).write_text(
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    await api.ok("POST", "documents", body={"holder": HOLDER, "paths": [notebook]})
+    started = await api.start(notebook, "blueprints/confirm.yaml")
+    await api.wait_status(started["workflow_id"], "waiting")
+    merge = {"holder": HOLDER, "path": notebook, "cells": [], "document_modified": None}
+    plan = await api.ok("POST", "documents", "merge", body=merge)
+    placed = [op["cell_id"] for op in plan["ops"]]
+    assert placed, plan
+    acked = await api.ok(
+        "POST",
+        "documents",
+        "ack",
+        body={"path": notebook, "token": plan["token"], "saved": "2026-11-29T10:00:00Z"},
+    )
+    assert acked == {"acknowledged": True}
+
+    checkpoint = {**merge, "cells": [["blank-1", ""]], "document_modified": "2026-11-29T09:00:00Z"}
+    deleted = await api.ok("POST", "documents", "merge", body=checkpoint)
+    assert deleted["ops"] == [], deleted
+    assert sorted(deleted["deleted"]) == sorted(placed), deleted
+
+    back = await api.ok("POST", "documents", "merge", body={**checkpoint, "reloaded": True})
+    assert back["deleted"] == [], back
+    assert [op["cell_id"] for op in back["ops"]] == placed
+    assert [op["op"] for op in back["ops"]] == ["replace"] + ["insert"] * (len(placed) - 1)
+
+    # reloaded from the file as it is now (Reload from Disk): it has every cell; those it
+    # holds are brought up to date, none is inserted twice
+    disk = [[op["cell_id"], "".join(op["cell"]["source"])] for op in plan["ops"]]
+    now = await api.ok(
+        "POST",
+        "documents",
+        "merge",
+        body={
+            **merge,
+            "cells": disk,
+            "document_modified": "2026-11-29T10:00:00Z",
+            "reloaded": True,
+        },
+    )
+    assert {op["op"] for op in now["ops"]} <= {"update"}, now
+    assert now["deleted"] == [], now

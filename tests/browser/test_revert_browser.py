@@ -1,0 +1,93 @@
+"""Lab's File > Revert Notebook to Checkpoint while a workflow writes into the open notebook
+(single-user Lab): Lab puts the checkpoint's older file in place and reloads the document from
+it. The workflow's cells written since were not deleted by the user: they come back into the
+tab and the file, and the run's later cells follow them, each once."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.browser.conftest import (
+    PROGRESS_MS,
+    STEADY,
+    UI_MS,
+    Lab,
+    Pages,
+    expect,
+    file_printed,
+    new_notebook_from_the_file_menu,
+    notebook_panel,
+    open_lab,
+    open_panel,
+    printed,
+    shot,
+    wait_printed,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+
+def revert_to_checkpoint(page: Page) -> None:
+    """File > Revert Notebook to Checkpoint…, then the dialog's Revert."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("File")').click()
+    page.locator('.lm-Menu-itemLabel:text-matches("Revert .* to Checkpoint")').first.click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=UI_MS)
+    expect(dialog).to_have_count(0, timeout=UI_MS)
+
+
+def test_revert_to_checkpoint_mid_run_puts_the_workflows_cells_back(lab: Lab, pages: Pages) -> None:
+    shutil.copy(STEADY, lab.root / "steady.yaml")
+    page = pages.new()
+    open_lab(page, lab)
+    notebook = new_notebook_from_the_file_menu(page)
+    open_panel(page)
+    # the user's own save (Ctrl-S, and Lab's "Rename and Save" of an untitled notebook): Lab
+    # makes the checkpoint, the blank cell it gave the notebook
+    notebook_panel(page).locator(".jp-Notebook").first.focus()
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.split("?")[0].endswith("/checkpoints"),
+        timeout=UI_MS,
+    ):
+        page.keyboard.press("Control+s")
+        rename = page.locator(".jp-Dialog", has_text="Rename")
+        rename.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=UI_MS)
+    notebook = str(page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path"))
+
+    workflow_id = lab.start_workflow(notebook, "steady.yaml")["workflow_id"]
+    shown = ["first output", "second output", "third output"]
+    wait_printed(page, shown)
+    lab.wait_snapshot(
+        workflow_id,
+        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
+        "the held cell running",
+    )
+    lab.wait_file_cells(notebook, lambda cells: file_printed(cells) == shown, "the cells saved")
+    shot(page, "45-1-before-the-revert")
+
+    revert_to_checkpoint(page)
+    # back in the tab and in the file: the revert replaced the document, the user deleted
+    # nothing (without the fix both kept only the blank cell, for good)
+    wait_printed(page, shown, timeout=UI_MS)
+    lab.wait_file_cells(
+        notebook, lambda cells: file_printed(cells) == shown, "the cells back in the file"
+    )
+    shot(page, "45-2-after-the-revert")
+
+    (lab.root / "go").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
+    everything = [*shown, "fourth output", "fifth output"]
+    wait_printed(page, everything, timeout=PROGRESS_MS)
+    cells = lab.wait_file_cells(
+        notebook, lambda cells: file_printed(cells) == everything, "every output in the file"
+    )
+    assert [t for t in printed(page) if t] == everything
+    ids = [c.get("id") for c in cells]
+    assert len(ids) == len(set(ids)), ids
+    shot(page, "45-3-completed")
