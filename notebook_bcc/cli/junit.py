@@ -7,8 +7,10 @@ Layout (the common Jenkins / GitLab / GitHub-action readers' subset):
   and ``<properties>`` (the stage's outcome, and each behavior's acceptance criteria with
   their results);
 - one ``<testcase>`` per behavior (``<step>.<behavior>``, ``classname``
-  ``<workflow>.<stage>``) whose outcome is its last iteration's: a behavior that failed and
-  passed on a retry passes, its earlier iterations listed in ``<system-err>``;
+  ``<workflow>.<stage>``) whose outcome is its last attempt's: a behavior that failed and
+  passed on a retry passes, its earlier attempts listed in ``<system-err>``; the behaviors a
+  step runs one after the other are cases of their own (a step's next iteration after a
+  passed behavior is its next behavior, not a retry);
   a failing cell is an ``<error>`` carrying its ``ename``, ``evalue`` and traceback, a failed
   acceptance criterion a ``<failure>`` naming it, a behavior never reached ``<skipped>``; the
   criteria are also listed in the case's ``<system-out>``.
@@ -42,7 +44,7 @@ def _case_name(run: BehaviorRun) -> str:
 def _earlier_lines(run: BehaviorRun) -> list[str]:
     """What the earlier iterations of a retried behavior ended with."""
     lines = []
-    for earlier in run.previous:
+    for attempt, earlier in enumerate(run.previous, start=1):
         what = [f"{e.ename}: {e.evalue}" for e in earlier.errors]
         what += [
             f"acceptance {status}: {criterion}"
@@ -50,7 +52,7 @@ def _earlier_lines(run: BehaviorRun) -> list[str]:
             if status != "passed"
         ]
         lines.append(
-            f"iteration {earlier.iteration}: {earlier.outcome}"
+            f"attempt {attempt} (iteration {earlier.iteration} of its step): {earlier.outcome}"
             + (f" ({'; '.join(what)})" if what else "")
         )
     return lines
@@ -98,8 +100,10 @@ def _case(parent: ET.Element, visit: StageVisit, run: BehaviorRun, workflow: str
             f"criterion: {criterion}\nresult: {status}" + (f"\n{message}" if message else "")
         )
     lines = _criteria_lines(run)
-    if run.iteration > 1:
-        lines.append(f"passed on iteration {run.iteration}" if outcome == "passed" else "")
+    if run.previous and outcome == "passed":
+        lines.append(
+            f"passed on attempt {len(run.previous) + 1} (iteration {run.iteration} of its step)"
+        )
     if lines:
         ET.SubElement(case, "system-out").text = _text("\n".join(filter(None, lines)))
     earlier = _earlier_lines(run)

@@ -257,19 +257,28 @@ class RunLedger:
                 iteration=max(current.behavior_iteration, 1),
                 started=now,
             )
-            for index, earlier in enumerate(entered.behaviors):
-                if (earlier.step_id, earlier.behavior_id) == (run.step_id, run.behavior_id):
-                    # a retry: one test case per behavior, earlier iterations kept inside it
-                    run.previous = [*earlier.previous, earlier]
-                    earlier.previous = []
-                    entered.behaviors[index] = run
-                    break
+            index = _retried(entered.behaviors, run)
+            if index is not None:
+                # a retry: one test case per behavior, earlier iterations kept inside it
+                earlier = entered.behaviors[index]
+                run.previous = [*earlier.previous, earlier]
+                earlier.previous = []
+                entered.behaviors[index] = run
             else:
                 entered.behaviors.append(run)
             self._behavior = run
         elif event.to == "behavior_completed":
             running = self._behavior
-            if running is not None and current.step_id == running.step_id and current.behavior_id:
+            # the snapshot is the engine's now: still at behavior_completed unless the moves
+            # after it rode in the same commit (a folded blueprint boundary); then the
+            # current behavior is already the next one, and the id the run opened with stands
+            settled = snap.fsm.state.value == "behavior_completed"
+            if (
+                running is not None
+                and settled
+                and current.step_id == running.step_id
+                and current.behavior_id
+            ):
                 # a planner may re-plan a retried behavior under a new id (plan_behavior)
                 if current.behavior_id != running.behavior_id:
                     running.former_ids.append(running.behavior_id)
@@ -383,6 +392,20 @@ class RunLedger:
             for run in visit.behaviors:
                 counts[run.outcome] += 1
         return counts
+
+
+def _retried(runs: list[BehaviorRun], run: BehaviorRun) -> int | None:
+    """The index of the run ``run`` retries: the last one of its step, when that one did not
+    pass (seed 000 "Behavior Retry": the same behavior again while its artifacts are
+    incomplete). After a passed behavior the step's next iteration is the step's next
+    behavior (a blueprint step lists several), its own test case, whatever id a planner gives
+    it at first."""
+    for index in range(len(runs) - 1, -1, -1):
+        earlier = runs[index]
+        if earlier.step_id != run.step_id or not earlier.reached:
+            continue
+        return None if earlier.outcome == "passed" else index
+    return None
 
 
 def blueprint_plan(document: Any) -> Plan:

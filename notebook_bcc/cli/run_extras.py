@@ -9,6 +9,7 @@ starts (exit 2), :class:`RunExtras` wires them around one headless run.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,21 @@ def kernel_problem(name: str) -> str | None:
     return f"no kernel named {name!r} (installed: {', '.join(installed) or 'none'})"
 
 
+def unwritable(path: Path) -> str | None:
+    """Why a report file cannot be written at ``path`` (checked before the run, not after
+    it), or None: a folder there, or a folder on its way that is a file or read-only."""
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if not os.access(parent, os.W_OK):
+        return f"{parent} is not writable"
+    return None
+
+
 def check(args: argparse.Namespace) -> str | None:
     """Why the extra flags cannot be used as given, or None."""
     if args.start_timeout is not None and args.start_timeout <= 0:
@@ -97,6 +113,10 @@ def check(args: argparse.Namespace) -> str | None:
             return f"--{flag.replace('_', '-')} must be at least 1"
     if args.cwd is not None and not args.cwd.is_dir():
         return f"--cwd {args.cwd}: not a directory"
+    if args.junit_xml is not None:
+        problem = unwritable(Path(args.junit_xml))
+        if problem is not None:
+            return f"--junit-xml {args.junit_xml}: {problem}"
     if args.report is not None:
         from notebook_bcc.cli.report import report_format
 

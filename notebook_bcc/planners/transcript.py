@@ -165,28 +165,52 @@ def read_transcript(directory: Path) -> Transcript:
         raise TranscriptError(
             f"{path}: the transcript is {size} bytes; the limit is {MAX_TRANSCRIPT_BYTES}"
         )
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                kind = data.get("type") if isinstance(data, dict) else None
-                if kind == "header":
-                    if transcript.header is not None:
-                        raise TranscriptError(f"{path}:{number}: a second header")
-                    transcript.header = TranscriptHeader.model_validate(data)
-                elif kind == "exchange":
-                    transcript.exchanges.append(Exchange.model_validate(data))
-                elif kind == "error":
-                    transcript.errors.append(ErrorEntry.model_validate(data))
-                else:
-                    raise TranscriptError(f"{path}:{number}: unknown line type {kind!r}")
-            except (ValueError, ValidationError) as exc:
-                raise TranscriptError(f"{path}:{number}: not a transcript line: {exc}") from None
+    if not path.is_file():
+        raise TranscriptError(f"{path}: not a file")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read the transcript: {exc.strerror}") from None
+    for number, encoded in enumerate(raw.splitlines(), start=1):
+        try:
+            line = encoded.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TranscriptError(
+                f"{path}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            kind = data.get("type") if isinstance(data, dict) else None
+            if kind == "header":
+                if transcript.header is not None:
+                    raise TranscriptError(f"{path}:{number}: a second header")
+                transcript.header = TranscriptHeader.model_validate(data)
+            elif kind == "exchange":
+                transcript.exchanges.append(Exchange.model_validate(data))
+            elif kind == "error":
+                transcript.errors.append(ErrorEntry.model_validate(data))
+            else:
+                raise TranscriptError(f"{path}:{number}: unknown line type {kind!r}")
+        except ValidationError as exc:
+            raise TranscriptError(
+                f"{path}:{number}: not a transcript line: {_first_error(exc)}"
+            ) from None
+        except ValueError as exc:
+            raise TranscriptError(f"{path}:{number}: not a transcript line: {exc}") from None
     if transcript.header is not None and transcript.header.format != FORMAT:
         raise TranscriptError(f"{path}: not a notebook-bcc transcript")
     return transcript
+
+
+def _first_error(exc: ValidationError) -> str:
+    """A validation error in one line: where and what of the first problem."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "the line"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
 
 
 def append_line(directory: Path, line: BaseModel) -> None:

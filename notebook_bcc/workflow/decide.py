@@ -1,9 +1,10 @@
 """The decisions that end a behavior or a step, shared by reflections, signals and planning JSON.
 
 - :func:`conclude_behavior` at ``behavior_completed``: ``continue`` -> NEXT_BEHAVIOR, unless the
-  step already used ``max_iterations`` behaviors: then D15 escalates (COMPLETE_STEP with the step
-  ``failed``, a warning says so). ``complete`` -> COMPLETE_STEP (``success``); ``unverified`` ->
-  COMPLETE_STEP with ``completion_status: unverified`` (the D17 fallback).
+  behavior did not reach its goal and the step already used ``max_iterations`` behaviors: then
+  D15 escalates (COMPLETE_STEP with the step ``failed``, a warning says so). ``complete`` ->
+  COMPLETE_STEP (``success``); ``unverified`` -> COMPLETE_STEP with ``completion_status:
+  unverified`` (the D17 fallback).
 - :func:`conclude_step` at ``step_completed``: ``next_step`` -> NEXT_STEP, a protocol error when
   no step remains (D17); ``complete_stage`` -> COMPLETE_STAGE.
 """
@@ -47,7 +48,10 @@ def conclude_behavior(
     if outcome == "continue":
         iteration = behaviors.iteration or 1
         cap = draft.options.max_iterations
-        if iteration >= cap:
+        # D15 caps retries: a behavior that reached its goal, the step going on with its next
+        # behavior (a blueprint step lists several), is no retry (the planner-call budget
+        # bounds a planner that keeps going on)
+        if iteration >= cap and continue_status != "success":
             draft.warn(
                 f"behavior iterations exhausted ({iteration} of {cap}): the step completes as "
                 "failed and the stage reflection decides (D15)"

@@ -49,23 +49,28 @@ def compute_metrics(snapshot: WorkflowSnapshot) -> Metrics:
     A current step or stage that already has its completion status (``step_completed``,
     ``stage_completed``) counts as completed.
     - ``artifact_completion``: produced / expected artifacts of the current stage.
-    - ``retry_rate``: behavior retries / behaviors run, over the current stage's steps
-      (a step that needed 3 behaviors counts 2 retries).
+    - ``retry_rate``: behavior retries / behaviors run, over the current stage's steps. A
+      step's next iteration is a retry when the behavior before it did not succeed (seed 000
+      "Behavior Retry"; a step that needed 3 behaviors because two failed counts 2 retries);
+      after a successful one it is the step's next behavior (a blueprint step lists several).
     - ``variable_coverage``: required variables of the current stage and step that exist.
     """
     progress = snapshot.location.progress
     stages, steps, behaviors = progress.stages, progress.steps, progress.behaviors
     stage_outputs = stages.current_outputs
     produced = [name for name in stage_outputs.produced if name in stage_outputs.expected]
-    runs: list[int] = [
-        item.iteration or 1
-        for item in steps.completed
-        if item.completion_status and item.completion_status != "skipped"
-    ]
+    runs: list[int] = []
+    retries: list[int] = []
+    for step in steps.completed:
+        if step.completion_status and step.completion_status != "skipped":
+            runs.append(step.iteration or 1)
+            counted = step.extra.get(RETRIES_KEY)
+            retries.append(counted if isinstance(counted, int) else (step.iteration or 1) - 1)
     if steps.current is not None:
         current_runs = behaviors.iteration or len(behaviors.completed)
         if current_runs:
             runs.append(current_runs)
+            retries.append(behavior_retries(behaviors))
     required: list[str] = []
     for item in (stages.current, steps.current):
         if item is not None:
@@ -79,10 +84,24 @@ def compute_metrics(snapshot: WorkflowSnapshot) -> Metrics:
             "stage_progress": _ratio(steps_done, _total(steps)),
             "overall_progress": _ratio(len(completed_stages), len(planned_stages)),
             "artifact_completion": _ratio(len(set(produced)), len(set(stage_outputs.expected))),
-            "retry_rate": _ratio(sum(run - 1 for run in runs), sum(runs)),
+            "retry_rate": _ratio(sum(retries), sum(runs)),
             "variable_coverage": _ratio(len(needed & known), len(needed)),
         }
     )
+
+
+RETRIES_KEY = "behavior_retries"
+"""A completed step's ``extra`` key: how many of its behavior iterations were retries."""
+
+
+def behavior_retries(behaviors: LevelProgress) -> int:
+    """The retries among the current step's behavior iterations: each one that followed a
+    behavior that did not succeed (the current one too, once it runs)."""
+    done = list(behaviors.completed)
+    count = sum(1 for before in done[:-1] if before.completion_status != "success")
+    if behaviors.current is not None and done and done[-1].completion_status != "success":
+        count += 1
+    return count
 
 
 def refresh_metrics(snapshot: WorkflowSnapshot) -> WorkflowSnapshot:

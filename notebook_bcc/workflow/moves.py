@@ -13,6 +13,7 @@ from notebook_bcc.models.names import Event
 from notebook_bcc.models.snapshot import ActionQueue, LevelProgress, Outputs, PlanItem
 from notebook_bcc.workflow.context import check_required
 from notebook_bcc.workflow.effects import archive_current
+from notebook_bcc.workflow.metrics import RETRIES_KEY, behavior_retries
 from notebook_bcc.workflow.positioning import start_first
 from notebook_bcc.workflow.result import Draft
 
@@ -133,6 +134,7 @@ def complete_step(draft: Draft, status: Status) -> None:
                 "completion_status": status,
                 "iteration": runs,
                 "artifacts_produced": produced or steps.current.artifacts_produced,
+                "extra": {**steps.current.extra, RETRIES_KEY: behavior_retries(behaviors)},
             }
         )
         draft.update_level("steps", current=step)

@@ -299,6 +299,11 @@ def test_bad_input_exits_2_naming_it(tmp_path: Path, extra: list[str], expected:
         (["-p", "n", "1", "--start-timeout", "0"], "--start-timeout must be positive"),
         (["-p", "n", "1", "--max-tokens", "0"], "--max-tokens must be at least 1"),
         (["-p", "n", "1", "--cwd", "nowhere"], "--cwd nowhere: not a directory"),
+        (["-p", "n", "1", "--junit-xml", "."], "--junit-xml .: is a directory"),
+        (
+            ["-p", "n", "1", "--junit-xml", "/dev/null/junit.xml"],
+            "--junit-xml /dev/null/junit.xml: /dev/null is not a directory",
+        ),
     ],
 )
 def test_more_bad_input_exits_2_in_process(
@@ -409,3 +414,40 @@ def test_log_output_on_a_terminal_prints_above_the_live_tree(tmp_path: Path) -> 
     assert "talker" in screen, "the live tree was drawn"
     assert "[bold]" not in screen, "the tree's markup survives the streamed output"
     assert screen.index("first line") < screen.rindex("run completed")
+
+
+def test_a_step_with_several_behaviors_has_a_case_each_and_counts_only_real_retries(
+    tmp_path: Path,
+) -> None:
+    """The behaviors a step runs one after the other are the step's iterations (seed 000), but
+    only an iteration after a behavior that did not succeed is a retry: three behaviors, one
+    retried once, are three test cases, 1 retry in 4 runs, and the report lists all three."""
+    done = cli(
+        "run",
+        blueprint("behaviors"),
+        "--notebook",
+        tmp_path / "nb.ipynb",
+        "--cwd",
+        tmp_path,
+        "--junit-xml",
+        tmp_path / "junit.xml",
+        "--report",
+        tmp_path / "report.md",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "retry_rate 0.25" in done.stdout, done.stdout
+    root = junit(tmp_path / "junit.xml")
+    cases = root.findall("testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["step.first", "step.flaky", "step.third"]
+    assert root.get("tests") == "3"
+    first, flaky, third = cases
+    assert first.find("system-err") is None
+    assert third.find("system-err") is None
+    assert flaky.find("system-out").text == "passed on attempt 2 (iteration 3 of its step)"
+    assert flaky.find("system-err").text == (
+        "attempt 1 (iteration 2 of its step): error (ValueError: first attempt fails)"
+    )
+    report = (tmp_path / "report.md").read_text()
+    assert "first: passed, flaky: passed, third: passed" in report, report
+    snapshot = stored_snapshot(tmp_path / "state.sqlite")
+    assert snapshot.metrics.retry_rate == 0.25

@@ -79,7 +79,7 @@ def test_the_ci_script_replays_offline_and_leaves_valid_artifacts(tmp_path: Path
     ]
     assert len(retried) == 1
     assert retried[0].get("classname") == "housing-ai.exploration"
-    assert "passed on iteration 2" in retried[0].find("system-out").text
+    assert "passed on attempt 2 (iteration 2 of its step)" in retried[0].find("system-out").text
 
     page = (out / "report.html").read_text()
     body = page[page.index("<body") :]

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,40 @@ def test_the_cli_exits_2_naming_the_transcript_entry(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     assert f"{folder / 'transcript.jsonl'}: header files[0].path '/etc/passwd'" in done.stderr
     assert not (tmp_path / "out" / "nb.ipynb").exists()
+
+
+def _not_utf8(folder: Path) -> str:
+    _record(folder, [])
+    with (folder / "transcript.jsonl").open("ab") as handle:
+        handle.write(b'{"type": "exchange"\xff}\n')
+    return "transcript.jsonl:2: not UTF-8 text (byte 20 of the line)"
+
+
+def _a_directory(folder: Path) -> str:
+    (folder / "transcript.jsonl").mkdir()
+    return "transcript.jsonl: not a file"
+
+
+def _bad_header(folder: Path) -> str:
+    (folder / "transcript.jsonl").write_text('{"type": "header", "version": "x", "files": 3}\n')
+    return "transcript.jsonl:1: not a transcript line: version: Input should be a valid integer"
+
+
+@pytest.mark.parametrize("damage", [_not_utf8, _a_directory, _bad_header])
+def test_a_damaged_transcript_is_one_line_naming_file_and_line(tmp_path: Path, damage: Any) -> None:
+    """Bytes that are not UTF-8, a folder where the transcript should be, a header of the
+    wrong shape: exit 2 with one line naming the file (and line), never a traceback, and
+    nothing written."""
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    expected = damage(folder)
+    out = tmp_path / "out"
+    done = cli("run", folder, "--planner", "replay", "--notebook", out / "nb.ipynb")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = [text for text in done.stderr.splitlines() if text.strip()]
+    assert expected in line, line
+    assert not (out / "nb.ipynb").exists()
 
 
 def _answer_one_at_a_time(db: Path) -> list[int]:

@@ -150,6 +150,23 @@ def test_the_cap_counts_iterations_of_the_step_not_behavior_ids() -> None:
     assert step.completion_status == "failed"
 
 
+def test_the_cap_is_for_retries_a_behavior_that_reached_its_goal_goes_on() -> None:
+    """At the cap, a behavior whose evaluation says its goal was achieved and that asks for
+    more behaviors goes on to the step's next behavior (NEXT_BEHAVIOR): D15 caps retries of a
+    behavior that still fails, not a step that lists several behaviors."""
+    snapshot = snapshot_before(BEHAVIOR_DONE)
+    achieved = '<evaluation><goal_achievement status="achieved"/></evaluation>'
+    applied = apply(snapshot, reflection("false", "STEP_RUNNING", achieved), max_iterations=1)
+    assert applied.events == [E.NEXT_BEHAVIOR]
+    assert not any("exhausted" in w for w in applied.warnings), applied.warnings
+    behaviors = applied.snapshot.location.progress.behaviors
+    assert [b.completion_status for b in behaviors.completed] == ["success"]
+    assert applied.snapshot.metrics.retry_rate == 0.0
+    # the same answer without the goal reached is a retry past the cap: escalated
+    applied = apply(snapshot, reflection("false", "STEP_RUNNING"), max_iterations=1)
+    assert applied.events == [E.COMPLETE_STEP]
+
+
 # ---------------------------------------------------------------- D17 stage reflections
 
 
