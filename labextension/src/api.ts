@@ -155,6 +155,16 @@ export class BccApi {
     });
   }
 
+  /** Release every notebook ``holder`` holds, in a request that outlives the page (sent as
+   *  the page goes away: a reload or a closed window). */
+  releaseDocuments(holder: string): Promise<HoldAnswer> {
+    return this.request(this.url('documents'), {
+      method: 'POST',
+      body: JSON.stringify({ holder, paths: [], dirty: [] }),
+      keepalive: true
+    });
+  }
+
   /** The operations that put a workflow's cells into this document (``reloaded``: Lab
    *  replaced the document with its file since the last merge). */
   mergeDocument(

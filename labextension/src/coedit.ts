@@ -91,6 +91,10 @@ export class DocumentCoeditor {
     private readonly docManager: IDocumentManager
   ) {
     this.timer = window.setInterval(() => void this.beat(), BEAT_MS);
+    // a page going away (reload, closed window) lets go of its notebooks at once: another
+    // window, or the reloaded page, takes the workflow's cells from its next beat instead
+    // of after the hold lapses (90 s, kept long for hidden tabs whose timers are throttled)
+    window.addEventListener('pagehide', this.onPageHide);
     serializeRenames(docManager.services.contents, tracker, this.queues);
     docManager.services.contents.fileChanged.connect((_, change) => {
       if (change.type === 'delete' && change.oldValue?.path) {
@@ -181,8 +185,13 @@ export class DocumentCoeditor {
     }
   }
 
+  private readonly onPageHide = (): void => {
+    void this.api.releaseDocuments(this.holder).catch(() => undefined);
+  };
+
   dispose(): void {
     this.disposed = true;
+    window.removeEventListener('pagehide', this.onPageHide);
     if (this.timer !== null) {
       window.clearInterval(this.timer);
       this.timer = null;

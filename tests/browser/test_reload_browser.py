@@ -1,7 +1,11 @@
-"""Lab's File > Revert Notebook to Checkpoint while a workflow writes into the open notebook
-(single-user Lab): Lab puts the checkpoint's older file in place and reloads the document from
-it. The workflow's cells written since were not deleted by the user: they come back into the
-tab and the file, and the run's later cells follow them, each once."""
+"""The open document replaced under a running workflow (single-user Lab), as users do it.
+
+- File > Revert Notebook to Checkpoint: Lab puts the checkpoint's older file in place and
+  reloads the document from it. The workflow's cells written since were not deleted by the
+  user: they come back into the tab and the file, and the run's later cells follow, each once.
+- A page reload: the page that went away let go of the notebook, so the reloaded page takes
+  the workflow's next cells at once, not after the old page's hold lapsed (90 s).
+"""
 
 from __future__ import annotations
 
@@ -91,3 +95,37 @@ def test_revert_to_checkpoint_mid_run_puts_the_workflows_cells_back(lab: Lab, pa
     ids = [c.get("id") for c in cells]
     assert len(ids) == len(set(ids)), ids
     shot(page, "45-3-completed")
+
+
+def test_a_page_reloaded_mid_run_takes_the_next_cells_at_once(lab: Lab, pages: Pages) -> None:
+    notebook = "reload/steady.ipynb"
+    (lab.root / "reload").mkdir()
+    shutil.copy(STEADY, lab.root / "reload" / "steady.yaml")
+    lab.create_notebook(notebook)
+    page = pages.new()
+    open_lab(page, lab, notebook)
+    open_panel(page)
+    workflow_id = lab.start_workflow(notebook, "reload/steady.yaml")["workflow_id"]
+    shown = ["first output", "second output", "third output"]
+    wait_printed(page, shown)
+    lab.wait_snapshot(
+        workflow_id,
+        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
+        "the held cell running",
+    )
+
+    page.reload()
+    page.wait_for_function("() => window.jupyterapp?.restored.then(() => true)", timeout=UI_MS)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.isReady", timeout=UI_MS
+    )
+    wait_printed(page, shown, timeout=UI_MS)
+    (lab.root / "reload" / "go").touch()
+    lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
+    everything = [*shown, "fourth output", "fifth output"]
+    # well inside the 90 s an abandoned hold lasts: the old page let go as it went away
+    wait_printed(page, everything, timeout=UI_MS)
+    lab.wait_file_cells(
+        notebook, lambda cells: file_printed(cells) == everything, "every output in the file"
+    )
+    shot(page, "45-4-reloaded-page-took-the-cells")
