@@ -21,6 +21,7 @@ Exit codes: 0 completed, 1 the workflow ended in ``error`` or the run failed, 2 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,10 @@ def _run(args: argparse.Namespace) -> int:
     from notebook_bcc.engine.options import EngineOptions
 
     state_db = args.state_db or notebook.with_name("state.sqlite")
+    refusal = _altered_store(state_db)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 1
     view = choose_view(json_lines=args.json)
     run = HeadlessRun(
         abandon=args.abandon,
@@ -297,10 +302,22 @@ async def mark_stopped(engine: Any) -> None:
         logging.getLogger(__name__).warning("notebook-bcc: could not record the stop: %s", exc)
 
 
+def _altered_store(state_db: Path) -> str | None:
+    """Refuse (the message) to add a run to an existing store that fails verification."""
+    if not state_db.is_file():
+        return None
+    from notebook_bcc.cli.status_cmd import altered
+    from notebook_bcc.store.sqlite import SqliteStore
+
+    store = SqliteStore(state_db, existing=True)
+    try:
+        return altered(store, state_db, "run")
+    finally:
+        store.close()
+
+
 def print_next(snapshot: Any, state_db: Any, *, auto_confirm: bool = False) -> None:
     """The commands that continue the run, on stderr (nothing when it is over)."""
-    import sys
-
     from notebook_bcc.cli.next_steps import next_commands
 
     for line in next_commands(snapshot, state_db, auto_confirm=auto_confirm):

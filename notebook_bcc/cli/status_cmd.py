@@ -38,6 +38,23 @@ def open_existing(path: Path) -> Any:
     return SqliteStore(path, existing=True)
 
 
+def altered(store: Any, path: Path, command: str) -> str | None:
+    """The refusal to print when the store at ``path`` fails its verification (a row edited
+    or deleted behind its back), else None: ``command`` will not write onto it, as resume
+    will not act on it (a new row would chain to the forged ones and bury the evidence)."""
+    from notebook_bcc.store.errors import ChainBrokenError
+
+    try:
+        store.verification()
+    except ChainBrokenError as exc:
+        return (
+            f"error: {path} was altered after it was written, so {command} will not write to "
+            f"it: {exc.message} (`notebook-bcc trace --verify --state-db {path}` checks it "
+            "again)"
+        )
+    return None
+
+
 def pick_workflow(store: Any, workflow_id: str | None) -> str:
     """The workflow to show: the one named, or the latest in the database."""
     from notebook_bcc.errors import NotebookBccError
@@ -175,6 +192,10 @@ def _cancel(args: argparse.Namespace) -> int:
 
     store = open_existing(args.state_db)
     try:
+        refusal = altered(store, args.state_db, "cancel")
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
+            return 1
         workflow_id = pick_workflow(store, args.workflow)
         owner = store.owner(workflow_id)
         if owner_alive(owner):

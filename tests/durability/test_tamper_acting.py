@@ -188,3 +188,29 @@ def test_status_says_a_store_whose_tail_was_deleted_is_altered_and_offers_no_res
     assert json.loads(as_json.stdout)["run"]["status"] == "waiting"
     assert "was altered after it was written" in as_json.stderr
     assert "Traceback" not in status.stderr + as_json.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "cancel"])
+def test_run_and_cancel_do_not_write_onto_an_altered_store(tmp_path: Path, command: str) -> None:
+    """The last events row deleted behind the store's back: running the same command again
+    (a new run in the same store) or ``cancel`` refuses, exit 1, as resume does. Writing on
+    would chain a new row to the altered ones, and ``trace --verify`` would then point at that
+    new row instead of the deletion."""
+    db = tmp_path / "state.sqlite"
+    run = ["run", FIXTURES / "engine" / "confirm.yaml", "--notebook", tmp_path / "nb.ipynb"]
+    first = cli(*run, "--state-db", db)
+    assert first.returncode == 3, first.stdout + first.stderr
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("DELETE FROM events WHERE seq = (SELECT max(seq) FROM events)")
+        conn.commit()
+    before = cli("trace", "--verify", "--state-db", db)
+    assert before.returncode == 1
+    assert "deleted from the end" in before.stderr, before.stderr
+    again = cli(*run, "--state-db", db) if command == "run" else cli("cancel", "--state-db", db)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert f"{db} was altered after it was written, so {command} will not write to it" in (
+        again.stderr
+    )
+    assert "Traceback" not in again.stderr
+    after = cli("trace", "--verify", "--state-db", db)
+    assert after.stderr == before.stderr, "the evidence is as it was"
