@@ -250,15 +250,11 @@ def parameters(
     args: argparse.Namespace, planner: Any, given: dict[str, Any], raw: dict[str, str]
 ) -> dict[str, Any] | int:
     """The run's parameters: checked against a blueprint's ``parameters:``; a replay's own."""
-    from notebook_bcc.blueprint.parameters import resolve
-    from notebook_bcc.planners.capabilities import BlueprintBacked, RecordedRun
+    from notebook_bcc.planners.capabilities import RecordedRun, parameters_for
 
-    if isinstance(planner, RecordedRun):
-        if given:
-            return bad("--planner replay uses the recorded parameters; drop -p/-y/-f")
-        return dict(planner.parameters)
-    declared = planner.blueprint.parameters if isinstance(planner, BlueprintBacked) else None
-    return resolve(given, declared, raw=raw)
+    if isinstance(planner, RecordedRun) and given:
+        return bad("--planner replay uses the recorded parameters; drop -p/-y/-f")
+    return parameters_for(planner, given, raw=raw)
 
 
 def plan(planner: Any) -> Any:

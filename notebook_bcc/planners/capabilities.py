@@ -94,6 +94,25 @@ def problem_of(planner: object) -> str | None:
     return None
 
 
+def parameters_for(
+    planner: object, given: dict[str, Any], *, raw: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A run's parameters, whichever way it starts (CLI or REST): ``given`` checked against a
+    blueprint's ``parameters:`` section with its defaults filled in; a replay's recorded ones
+    (it takes none given). Raises ``ParameterError`` naming the first bad parameter."""
+    from notebook_bcc.blueprint.parameters import ParameterError, resolve
+
+    if isinstance(planner, RecordedRun):
+        if given:
+            raise ParameterError(
+                "a replay uses the recorded parameters; give none",
+                details={"given": sorted(given)},
+            )
+        return dict(planner.parameters)
+    declared = planner.blueprint.parameters if isinstance(planner, BlueprintBacked) else None
+    return resolve(given, declared, raw=raw)
+
+
 __all__ = [
     "BlueprintBacked",
     "DeclaresFiles",
@@ -102,5 +121,6 @@ __all__ = [
     "StageItemMaker",
     "StageMachinePlanner",
     "fails_steps_on_gaps",
+    "parameters_for",
     "problem_of",
 ]

@@ -8,12 +8,13 @@ import logging
 import uuid
 from typing import Any
 
+from notebook_bcc.blueprint.parameters import ParameterError
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
-from notebook_bcc.planners.capabilities import problem_of
+from notebook_bcc.planners.capabilities import parameters_for, problem_of
 from notebook_bcc.server.contents import (
     api_path,
     folder_of,
@@ -82,6 +83,10 @@ class CreateRoom(ServiceCore):
                 self.settings.engine, **request.options.model_dump(exclude_none=True)
             )
             problem = request.problem if request.problem is not None else problem_of(planner)
+            try:
+                parameters = parameters_for(planner, request.parameters)
+            except ParameterError as exc:
+                raise BadRequestError(f"parameters: {exc.message}", details=exc.details) from None
             lock = self._notebook_locks.setdefault(notebook, asyncio.Lock())
             async with lock:
                 if self._closing:
@@ -93,6 +98,7 @@ class CreateRoom(ServiceCore):
                     notebook=notebook,
                     problem=problem,
                     files=[relative_to_folder(path, folder_of(notebook)) for path in files],
+                    parameters=parameters,
                     options=options,
                     fresh_kernel=request.fresh_kernel,
                 )
@@ -154,6 +160,7 @@ class CreateRoom(ServiceCore):
         problem: str | None,
         files: list[str],
         options: EngineOptions,
+        parameters: dict[str, Any] | None = None,
         fresh_kernel: bool | None = None,
     ) -> LiveWorkflow:
         workflow_id = f"wf-{uuid.uuid4().hex[:12]}"
@@ -168,6 +175,7 @@ class CreateRoom(ServiceCore):
                 notebook_path=notebook,
                 problem=problem,
                 files=files,
+                parameters=parameters,
             ).model_copy(
                 update={
                     "options": persisted_options(options),

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
+from notebook_bcc.blueprint.parameters import MAX_PARAMETERS
 from notebook_bcc.models.base import WireModel
 from notebook_bcc.models.records import HistoryEntry, TraceRecord
 from notebook_bcc.models.snapshot import RunStatus, WorkflowSnapshot
@@ -166,6 +167,14 @@ class CreateWorkflowRequest(WireModel):
         description="How `files` are named: `root` (API paths, the default) or `notebook` "
         "(relative to the notebook's folder, `..` allowed while the result stays under the "
         "server root; what the panel's start form sends).",
+    )
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=MAX_PARAMETERS,
+        description="Run parameters (papermill's `-p NAME VALUE`): plain JSON values, checked "
+        "against a blueprint's `parameters:` section (undeclared, mistyped or missing ones are "
+        "a 400 naming the parameter; declared defaults are filled in); a replay uses the "
+        "recorded ones. Injected into the `injected-parameters` cell before the first action.",
     )
     options: RunOptions = Field(default_factory=RunOptions)
     fresh_kernel: StrictBool | None = Field(
