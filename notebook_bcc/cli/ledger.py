@@ -315,6 +315,7 @@ class RunLedger:
         if run is None or self._engine is None:
             return
         message = self._failed_contracts.get(contract_id, "")
+        timed_out = message.startswith("timeout: ")
         for cell in reversed(self._engine.runtime.document.cells):
             bcc = cell.get("metadata", {}).get("notebook_bcc") or {}
             if bcc.get("contract_id") != contract_id:
@@ -322,10 +323,13 @@ class RunLedger:
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     trace = strip_ansi("\n".join(output.get("traceback") or []))
+                    # past its timeout the engine interrupted the cell: the traceback is the
+                    # interrupt's (KeyboardInterrupt), the cause is the timeout
+                    ename, _, evalue = message.removeprefix("timeout: ").partition(": ")
                     run.errors.append(
                         CellError(
-                            ename=str(output.get("ename") or "Error"),
-                            evalue=str(output.get("evalue") or ""),
+                            ename=ename if timed_out else str(output.get("ename") or "Error"),
+                            evalue=evalue if timed_out else str(output.get("evalue") or ""),
                             traceback=trace[-TRACEBACK_CHARS:],
                             cell_id=str(cell.get("id")),
                         )

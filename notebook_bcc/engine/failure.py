@@ -79,7 +79,9 @@ async def failure_cause(engine: EngineHost) -> str | None:
         if c.action_type == "cell_execution"
         and str(c.metadata.get("path") or "").startswith(prefix)
         and c.metadata.get("recovery") is None
-        and "interrupted" not in (c.error_message or "")
+        # a cell the user interrupted (Ctrl-C) is not the cause; one that ran past its
+        # timeout (interrupted by the engine) is, and says so
+        and not (c.error_message or "").startswith("interrupted")
     ]
     if mine:
         last = max(mine, key=lambda c: c.updated_at)

@@ -451,3 +451,32 @@ def test_a_step_with_several_behaviors_has_a_case_each_and_counts_only_real_retr
     assert "first: passed, flaky: passed, third: passed" in report, report
     snapshot = stored_snapshot(tmp_path / "state.sqlite")
     assert snapshot.metrics.retry_rate == 0.25
+
+
+def test_a_cell_past_its_timeout_is_named_as_timed_out_not_as_an_interrupt(
+    tmp_path: Path,
+) -> None:
+    """The engine interrupts a cell that runs past ``--execution-timeout``; the cell's own
+    output is then a KeyboardInterrupt traceback. The run's failure line and the JUnit case
+    name the timeout, the cause a user looks for (they said only "stage failed" and
+    "KeyboardInterrupt")."""
+    done = cli(
+        "run",
+        blueprint("overtime"),
+        "--notebook",
+        tmp_path / "nb.ipynb",
+        "--execution-timeout",
+        "2",
+        "--junit-xml",
+        tmp_path / "junit.xml",
+    )
+    assert done.returncode == 1, done.stderr
+    assert (
+        "stage wait failed: in wait / step / sleeper: TimeoutError: the cell ran longer than "
+        "2 s and was interrupted"
+    ) in done.stdout, done.stdout
+    root = junit(tmp_path / "junit.xml")
+    (case,) = root.findall("testsuite/testcase")
+    error = case.find("error")
+    assert error.get("type") == "TimeoutError"
+    assert error.get("message") == "TimeoutError: the cell ran longer than 2 s and was interrupted"
