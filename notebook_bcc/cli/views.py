@@ -56,6 +56,11 @@ def summary_lines(snapshot: WorkflowSnapshot, result: RunResult | None) -> list[
         from notebook_bcc.cli import command_seconds
 
         lines.append(f"cells: {result.cells}; time in this command: {command_seconds():.1f} s")
+        if result.raised and snapshot.run.status == "completed":
+            lines.append(
+                f"warning: {result.raised} cell(s) raised an error and the planner went on past "
+                "them (the notebook and --junit-xml show each)"
+            )
     parts = []
     for name in ("overall_progress", "acceptance_pass_rate", "retry_rate", "variable_coverage"):
         value = getattr(metrics, name)

@@ -80,6 +80,9 @@ class RunResult:
     exit_code: int
     cells: int
     duration_s: float
+    raised: int = 0
+    """Workflow code cells of the notebook whose outputs hold an error (an AI planner may go
+    on past a cell that raised, and the run still completes)."""
 
 
 def exit_code_for(snapshot: WorkflowSnapshot) -> int:
@@ -274,8 +277,17 @@ class Engine(Moves, Commands, Committer):
         if write_error is not None and self.snapshot.run.status != "failed":
             # D1: a notebook write error fails the run, the FSM stays; resume writes it again
             await self.fail_run(notebook_write_failure(write_error))
-        cells = len(self.runtime.document.cells)
-        return RunResult(self.snapshot, exit_code_for(self.snapshot), cells, monotonic() - began)
+        document = self.runtime.document.cells
+        raised = sum(
+            1
+            for cell in document
+            if cell.get("cell_type") == "code"
+            and (cell.get("metadata") or {}).get("notebook_bcc")
+            and any(o.get("output_type") == "error" for o in cell.get("outputs") or [])
+        )
+        return RunResult(
+            self.snapshot, exit_code_for(self.snapshot), len(document), monotonic() - began, raised
+        )
 
     async def _finish_run(self) -> None:
         snap = self.snapshot

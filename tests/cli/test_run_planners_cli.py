@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -211,3 +212,23 @@ def test_record_refuses_a_directory_holding_a_recording(tmp_path: Path) -> None:
     done = cli("run", FIXTURES / "engine" / "paths.yaml", "--record", tmp_path)
     assert done.returncode == 2
     assert "already holds a recording" in done.stderr
+
+
+def test_a_planned_run_that_completes_past_cells_that_raised_says_so(tmp_path: Path) -> None:
+    """An AI planner may go on past a cell that raised (here the input "file" is a folder:
+    reading it raises, and the next cell misses its variable); the run completes, exit 0,
+    and the summary warns how many cells raised instead of saying only "completed"."""
+    folder_file = tmp_path / "prices.csv"
+    folder_file.mkdir()
+    with ScriptedServer(DslcResponder()) as server:
+        args = http_args(tmp_path, server.url)
+        done = cli(*[folder_file if arg == DSLC / "prices.csv" else arg for arg in args])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "completed" in done.stdout
+    warned = [line for line in done.stdout.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1, done.stdout
+    assert re.fullmatch(
+        r"warning: [1-9]\d* cell\(s\) raised an error and the planner went on past them "
+        r"\(the notebook and --junit-xml show each\)",
+        warned[0],
+    ), warned
