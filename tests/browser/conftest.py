@@ -868,6 +868,22 @@ def open_steady(lab: Lab, pages: Pages, notebook: str) -> tuple[Page, Locator]:
     return page, open_panel(page)
 
 
+STEADY_HELD = ["first output", "second output", "third output"]
+"""What the steady run prints before it holds on its ``go`` file."""
+STEADY_ALL = [*STEADY_HELD, "fourth output", "fifth output"]
+"""Everything the steady run prints."""
+
+
+def wait_steady_held(lab: Lab, page: Page, workflow_id: str) -> None:
+    """The steady run's first outputs shown in ``page``, and the run holding on its gate."""
+    wait_printed(page, STEADY_HELD)
+    lab.wait_snapshot(
+        workflow_id,
+        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
+        "the held cell running",
+    )
+
+
 def file_printed(cells: list[dict[str, Any]]) -> list[str]:
     """The non-empty printed text of each code cell of a notebook file, in order."""
     texts = (

@@ -17,6 +17,8 @@ import pytest
 from tests.browser.conftest import (
     PROGRESS_MS,
     STEADY,
+    STEADY_ALL,
+    STEADY_HELD,
     UI_MS,
     Lab,
     Pages,
@@ -26,9 +28,11 @@ from tests.browser.conftest import (
     notebook_panel,
     open_lab,
     open_panel,
+    open_steady,
     printed,
     shot,
     wait_printed,
+    wait_steady_held,
 )
 
 if TYPE_CHECKING:
@@ -65,13 +69,8 @@ def test_revert_to_checkpoint_mid_run_puts_the_workflows_cells_back(lab: Lab, pa
     notebook = str(page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path"))
 
     workflow_id = lab.start_workflow(notebook, "steady.yaml")["workflow_id"]
-    shown = ["first output", "second output", "third output"]
-    wait_printed(page, shown)
-    lab.wait_snapshot(
-        workflow_id,
-        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
-        "the held cell running",
-    )
+    shown = STEADY_HELD
+    wait_steady_held(lab, page, workflow_id)
     lab.wait_file_cells(notebook, lambda cells: file_printed(cells) == shown, "the cells saved")
     shot(page, "45-1-before-the-revert")
 
@@ -86,7 +85,7 @@ def test_revert_to_checkpoint_mid_run_puts_the_workflows_cells_back(lab: Lab, pa
 
     (lab.root / "go").touch()
     lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
-    everything = [*shown, "fourth output", "fifth output"]
+    everything = STEADY_ALL
     wait_printed(page, everything, timeout=PROGRESS_MS)
     cells = lab.wait_file_cells(
         notebook, lambda cells: file_printed(cells) == everything, "every output in the file"
@@ -99,20 +98,10 @@ def test_revert_to_checkpoint_mid_run_puts_the_workflows_cells_back(lab: Lab, pa
 
 def test_a_page_reloaded_mid_run_takes_the_next_cells_at_once(lab: Lab, pages: Pages) -> None:
     notebook = "reload/steady.ipynb"
-    (lab.root / "reload").mkdir()
-    shutil.copy(STEADY, lab.root / "reload" / "steady.yaml")
-    lab.create_notebook(notebook)
-    page = pages.new()
-    open_lab(page, lab, notebook)
-    open_panel(page)
-    workflow_id = lab.start_workflow(notebook, "reload/steady.yaml")["workflow_id"]
-    shown = ["first output", "second output", "third output"]
-    wait_printed(page, shown)
-    lab.wait_snapshot(
-        workflow_id,
-        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
-        "the held cell running",
-    )
+    page, _ = open_steady(lab, pages, notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/steady.yaml")["workflow_id"]
+    shown = STEADY_HELD
+    wait_steady_held(lab, page, workflow_id)
 
     page.reload()
     page.wait_for_function("() => window.jupyterapp?.restored.then(() => true)", timeout=UI_MS)
@@ -122,7 +111,7 @@ def test_a_page_reloaded_mid_run_takes_the_next_cells_at_once(lab: Lab, pages: P
     wait_printed(page, shown, timeout=UI_MS)
     (lab.root / "reload" / "go").touch()
     lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
-    everything = [*shown, "fourth output", "fifth output"]
+    everything = STEADY_ALL
     # well inside the 90 s an abandoned hold lasts: the old page let go as it went away
     wait_printed(page, everything, timeout=UI_MS)
     lab.wait_file_cells(

@@ -10,6 +10,8 @@ import pytest
 
 from tests.browser.conftest import (
     PROGRESS_MS,
+    STEADY_ALL,
+    STEADY_HELD,
     UI_MS,
     Lab,
     Pages,
@@ -20,6 +22,7 @@ from tests.browser.conftest import (
     shot,
     tid,
     wait_printed,
+    wait_steady_held,
     wait_until,
 )
 
@@ -47,13 +50,8 @@ def test_a_server_killed_mid_run_and_started_again_keeps_the_open_notebooks_outp
     notebook = "crash/steady.ipynb"
     page, panel = open_steady(lab, pages, notebook)
     workflow_id = lab.start_workflow(notebook, "blueprints/steady.yaml")["workflow_id"]
-    before = ["first output", "second output", "third output"]
-    wait_printed(page, before)
-    lab.wait_snapshot(
-        workflow_id,
-        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
-        "the held cell running",
-    )
+    before = STEADY_HELD
+    wait_steady_held(lab, page, workflow_id)
     shot(page, "40-1-before-the-crash")
     page.evaluate(WATCH_MODES)
 
@@ -112,18 +110,9 @@ def start_with_refused_saves(
     page, _ = open_steady(lab, pages, notebook)
     refusal = RefusedSaves(page, notebook)
     workflow_id = lab.start_workflow(notebook, "blueprints/steady.yaml")["workflow_id"]
-    wait_printed(page, SHOWN_WHILE_REFUSED)
+    wait_steady_held(lab, page, workflow_id)
     wait_until(lambda: bool(refusal.refused), "a save refused", timeout=PROGRESS_MS / 1000)
-    lab.wait_snapshot(
-        workflow_id,
-        lambda s: any("while not os.path.exists" in str(c) for c in s["open_contracts"]),
-        "the held cell running",
-    )
     return page, refusal, workflow_id
-
-
-SHOWN_WHILE_REFUSED = ["first output", "second output", "third output"]
-EVERYTHING = [*SHOWN_WHILE_REFUSED, "fourth output", "fifth output"]
 
 
 def test_a_save_that_failed_while_the_server_was_away_is_made_again(lab: Lab, pages: Pages) -> None:
@@ -137,15 +126,15 @@ def test_a_save_that_failed_while_the_server_was_away_is_made_again(lab: Lab, pa
     # retry of what failed can bring the shown outputs into the file
     lab.wait_file_cells(
         notebook,
-        lambda cells: file_printed(cells) == SHOWN_WHILE_REFUSED,
+        lambda cells: file_printed(cells) == STEADY_HELD,
         "the failed save made again",
     )
     shot(page, "40-4-saved-after-failed-saves")
     (lab.root / "away" / "go").touch()
     lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
-    wait_printed(page, EVERYTHING)
+    wait_printed(page, STEADY_ALL)
     lab.wait_file_cells(
-        notebook, lambda cells: file_printed(cells) == EVERYTHING, "every output in the file"
+        notebook, lambda cells: file_printed(cells) == STEADY_ALL, "every output in the file"
     )
 
 
@@ -162,8 +151,8 @@ def test_saves_back_as_the_run_moves_on_leave_no_cell_only_in_the_tab(
     refusal.lift()
     (lab.root / "back" / "go").touch()
     lab.wait_snapshot(workflow_id, lambda s: s["run"]["status"] == "completed", "the run's end")
-    wait_printed(page, EVERYTHING)
+    wait_printed(page, STEADY_ALL)
     shot(page, "40-5-saves-back-as-the-run-moves-on")
     lab.wait_file_cells(
-        notebook, lambda cells: file_printed(cells) == EVERYTHING, "every output in the file"
+        notebook, lambda cells: file_printed(cells) == STEADY_ALL, "every output in the file"
     )
