@@ -49,6 +49,12 @@ START_ATTEMPTS = 3
 PROCESS_POLL_S = 0.5
 """While a cell runs: how often the kernel's process id is compared with the one it began in."""
 
+REPLY_GRACE_S = 3.0
+"""How long after a cell's ``status: idle`` its ``execute_reply`` may still arrive (the
+kernel sends the reply first; the two travel on different sockets)."""
+
+NO_REPLY = "the kernel was interrupted and never answered the cell (its execute_reply was lost)"
+
 RESTARTED_BY_MANAGER = "the kernel died while the cell ran (restarted by its manager)"
 RESTARTED_OUTSIDE = (
     "the kernel was restarted while the cell ran (from JupyterLab or the kernels API); "
@@ -446,14 +452,21 @@ class KernelSession(SilentRequests):
     ) -> tuple[ExecStatus, str | None]:
         """nbclient's ``async_execute_cell`` in a task of its own, so that neither a cancelled
         caller nor :meth:`shutdown` leaves the shell channel in an unknown state."""
+        idle = asyncio.Event()
+        if isinstance(client, BccNotebookClient):
+            client.idle = idle
         task = asyncio.ensure_future(
             client.async_execute_cell(cell, index, store_history=store_history)
         )
         self._inflight = task
         watcher = asyncio.ensure_future(self._watch_process(task))
+        replies = asyncio.ensure_future(self._watch_reply(task, idle))
         try:
             await asyncio.shield(task)
         except DeadKernelError:
+            if replies.done() and not replies.cancelled() and replies.result():
+                cancel_alive_pollers(client)
+                return "interrupted", NO_REPLY
             # nbclient turns a cancel of the cell task (ours, on a restart) into this too, and
             # then leaves its liveness poller running: it is ours to stop
             cancel_alive_pollers(client)
@@ -480,7 +493,21 @@ class KernelSession(SilentRequests):
         finally:
             self._inflight = None
             watcher.cancel()
+            replies.cancel()
         return "ok", None
+
+    async def _watch_reply(self, task: asyncio.Future[Any], idle: asyncio.Event) -> bool:
+        """Whether the cell's reply was lost: an interrupt (ours, or JupyterLab's button) that
+        lands in ipykernel's execute handler outside the cell's code ends that handler with
+        no reply at all, and nbclient would wait for it forever. A cell whose ``idle`` came
+        and whose reply has not, ``REPLY_GRACE_S`` later, is given up (it ends
+        ``interrupted``) -- the kernel is idle and ready for the next one."""
+        await idle.wait()
+        _, pending = await asyncio.wait([task], timeout=REPLY_GRACE_S)
+        if not pending:
+            return False
+        task.cancel()  # nbclient turns this into DeadKernelError (handled in _run_cell)
+        return True
 
     async def _abandon(self, client: NotebookClient, task: asyncio.Future[Any]) -> None:
         """The caller was cancelled mid-cell: interrupt the cell and give it a moment to end

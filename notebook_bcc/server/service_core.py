@@ -20,6 +20,7 @@ from typing import Any
 
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.engine.routing import with_run
 from notebook_bcc.engine.runtime import KernelRuntime
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.kernel.session import KernelSession
@@ -48,6 +49,8 @@ from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.async_store import AsyncStore
 
 log = logging.getLogger(__name__)
+
+DELETED = "stopped: the workflow was deleted from this server"
 
 
 class ServiceCore:
@@ -171,7 +174,8 @@ class ServiceCore:
             notebook_path=Path(self.contents.os_path(notebook) or notebook),
             workflow_id=workflow_id,
             document=document,
-            session=KernelSession(km=km),
+            # a cancelled cell gets a quarter of a stop's budget to end (see _retire)
+            session=KernelSession(km=km, interrupt_grace=self.settings.stop_timeout / 4),
             kernel_name=options.kernel_name,
             cell_timeout=options.cell_timeout,
             write_debounce=options.write_debounce,
@@ -225,12 +229,17 @@ class ServiceCore:
             return await store.load(workflow_id)
         task = live.task
         if task is not None and not task.done():
-            live.engine.request_interrupt("stopped: the workflow was deleted from this server")
+            live.engine.request_interrupt(DELETED)
             await interrupt_running_cell(live, self.kernels)  # a stuck cell must not hold it
             _, late = await asyncio.wait([task], timeout=self.settings.stop_timeout / 2)
             if late:
+                # cancelled, the loop still writes what it has (its cell given a quarter of
+                # the budget to end): wait for that, or it writes to a closed store
                 task.cancel()
-                await asyncio.wait([task], timeout=self.settings.stop_timeout / 4)
+                await asyncio.wait([task], timeout=self.settings.stop_timeout / 2)
+            if task.done() and live.engine.snapshot.run.status == "running":
+                # the loop was cancelled before its safe point: the stop is recorded here
+                await live.engine.commit(with_run(live.engine.snapshot, "interrupted", DELETED))
         elif live.engine.lock.locked():
             # no run loop, but a command executes a cell (an approved re-run of a lost
             # irreversible cell): stop that cell, and let the command record how it ended

@@ -29,6 +29,7 @@ from notebook_bcc.kernel import (
     open_notebook_kernel,
     probe_variables,
 )
+from notebook_bcc.kernel.session import NO_REPLY
 from notebook_bcc.models.actions import AddAction, ExecAction
 from tests.kernel.conftest import KernelHarness, LoopThread, path, started
 
@@ -132,6 +133,47 @@ def test_a_kernel_restarted_by_its_manager_mid_cell_ends_the_cell(loop_thread: L
     assert ended.execution is not None
     assert ended.execution.status == "dead_kernel"
     assert ended.execution.outputs[0]["text"] == "go\n"
+
+
+LOSE_NEXT_REPLY = """\
+kernel = get_ipython().kernel
+handler = kernel.shell_handlers["execute_request"]
+def interrupted_before_the_code(*args):
+    kernel.shell_handlers["execute_request"] = handler
+    raise KeyboardInterrupt
+kernel.shell_handlers["execute_request"] = interrupted_before_the_code
+"""
+
+
+def test_an_interrupt_that_loses_the_reply_ends_the_cell_and_the_next_one_runs(
+    loop_thread: LoopThread,
+) -> None:
+    """An interrupt that lands in ipykernel's execute handler outside the cell's code (a
+    DELETE's interrupt arriving between two cells did, in CI) ends the handler with
+    ``KeyboardInterrupt caught in kernel``: idle is published, no execute_reply ever comes.
+    Here the kernel's handler raises it once, deterministically. The cell ends
+    ``interrupted`` instead of waiting forever, and the kernel runs the next cell."""
+    session = KernelSession()
+    runner = new_runner(session)
+
+    async def scenario() -> tuple[ActionOutcome, ActionOutcome]:
+        await runner.start()
+        await runner.run(AddAction(content=LOSE_NEXT_REPLY, shot_type="action"), path(0))
+        assert (await runner.run(LAST, path(1))).ok
+        await runner.run(AddAction(content="lost = 1", shot_type="action"), path(2))
+        lost = await asyncio.wait_for(runner.run(LAST, path(3)), 20)
+        await runner.run(AddAction(content="print('next')", shot_type="action"), path(4))
+        following = await asyncio.wait_for(runner.run(LAST, path(5)), 20)
+        await session.shutdown()
+        return lost, following
+
+    lost, following = loop_thread.run(scenario())
+    assert lost.execution is not None
+    assert (lost.execution.status, lost.execution.message) == ("interrupted", NO_REPLY)
+    assert lost.execution.kernel_ready
+    assert following.ok
+    assert following.execution is not None
+    assert following.execution.outputs[0]["text"] == "next\n"
 
 
 def test_shutdown_does_not_wait_for_a_running_cell(loop_thread: LoopThread) -> None:

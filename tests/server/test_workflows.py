@@ -9,6 +9,7 @@ import json
 import signal
 import sqlite3
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 from notebook_bcc.server.app import NotebookBccApp
@@ -219,6 +220,28 @@ async def test_one_active_workflow_per_notebook(
     assert not any(r["active"] for r in rows)
     cells = read_notebook(root / "work" / "shared.ipynb")["cells"]
     assert len(cells) == len({c["id"] for c in cells}), "no duplicated cell ids"
+
+
+async def test_delete_stops_a_cell_that_ignores_interrupts_and_says_interrupted(
+    api: Api, root: Path
+) -> None:
+    """The cell ignores SIGINT, so the run loop never reaches its safe point: DELETE cancels
+    it, and the workflow it reports (and stores) is interrupted, not still running."""
+    started = await api.start("work/deaf.ipynb", "blueprints/deaf.yaml")
+    workflow_id = started["workflow_id"]
+    flag = root / "work" / "deaf.flag"
+    deadline = monotonic() + 60
+    while not flag.exists():
+        assert monotonic() < deadline, "the deaf cell never started"
+        await asyncio.sleep(0.05)
+    deleted = await api.ok("DELETE", "workflows", workflow_id)
+    assert (deleted["run"]["status"], deleted["run"]["reason"]) == (
+        "interrupted",
+        "stopped: the workflow was deleted from this server",
+    )
+    stored = await api.snapshot(workflow_id)
+    assert stored["run"]["status"] == "interrupted"
+    assert stored["version"] == deleted["version"]
 
 
 async def test_two_notebooks_run_at_once(api: Api, root: Path) -> None:
