@@ -43,6 +43,8 @@ from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
 from notebook_bcc.server.replace_save import install_replace_on_save
 from notebook_bcc.server.service import ServiceSettings, WorkflowService
+from notebook_bcc.server.store_place import claim_store, default_store_path
+from notebook_bcc.store.errors import StoreUnavailableError
 
 
 class NotebookBccApp(ExtensionApp):
@@ -59,7 +61,9 @@ class NotebookBccApp(ExtensionApp):
 
     store_path = Unicode(
         help="The SQLite file holding every workflow's state, history and trace. The default "
-        "is under jupyter_data_dir() (survives reboots, unlike the runtime dir)."
+        "is a folder of its own per server root under jupyter_data_dir() (survives reboots, "
+        "unlike the runtime dir). A store belongs to one root: a server with another root "
+        "refuses it."
     ).tag(config=True)
 
     default_planner = Dict(
@@ -153,7 +157,8 @@ class NotebookBccApp(ExtensionApp):
 
     @default("store_path")
     def _default_store_path(self) -> str:
-        return os.path.join(jupyter_data_dir(), "notebook_bcc", "workflows.sqlite")
+        root = self.serverapp.root_dir if self.serverapp is not None else os.getcwd()
+        return str(default_store_path(jupyter_data_dir(), root))
 
     @validate("max_hops", "max_iterations", "stream_buffer")
     def _positive_int(self, proposal: Any) -> Any:
@@ -175,6 +180,7 @@ class NotebookBccApp(ExtensionApp):
         """The service's settings from this app's traits."""
         return ServiceSettings(
             store_path=Path(self.store_path),
+            server_root=self.serverapp.root_dir if self.serverapp is not None else None,
             engine=EngineOptions(
                 auto_confirm=self.auto_confirm,
                 confirm_irreversible=self.confirm_irreversible,
@@ -206,11 +212,19 @@ class NotebookBccApp(ExtensionApp):
         self.settings[SERVICE_SETTING] = self.service
         self.service.coedit = Coediting(ydoc=ydoc_extension(server))
         self.settings[COEDIT_SETTING] = self.service.coedit
+        root, db = server.root_dir, Path(self.store_path).parent / FILE_IDS_DB
+        try:
+            claim_store(Path(self.store_path), root)
+        except StoreUnavailableError as exc:
+            # every request answers this (503); the file ids beside that store are another
+            # root's, so they are neither crawled nor followed here
+            self.log.error("notebook_bcc: %s", exc.message)
+            return
+        self.log.info("notebook_bcc: the workflow store of this root is %s", self.store_path)
         follower = NotebookFollower(self.service)
         follower.install(server.event_logger)
         # the file-id manager is built once the loop runs, on a worker thread (its crawl of
         # the root would hold up the server's start); checks and writes wait for it
-        root, db = server.root_dir, Path(self.store_path).parent / FILE_IDS_DB
         self.service.file_ids = FileIdFollower(follower, build=lambda: crawled_file_ids(root, db))
         self.settings[FILE_IDS_SETTING] = self.service.file_ids
 
@@ -225,7 +239,10 @@ class NotebookBccApp(ExtensionApp):
         if self.service is not None:
             if isinstance(self.service.file_ids, FileIdFollower):
                 self.service.file_ids.start()
-            await self.service.start()
+            try:
+                await self.service.start()
+            except StoreUnavailableError as exc:
+                self.log.error("notebook_bcc: the workflow store did not open: %s", exc.message)
 
     def current_activity(self) -> list[dict[str, Any]] | None:
         """Running workflows, so an idle-shutdown server does not stop in the middle of one."""

@@ -29,6 +29,8 @@ class ServiceSettings:
     """What the service needs from the extension's configuration."""
 
     store_path: Path
+    server_root: str | None = None
+    """The server's root: the store must belong to it (:mod:`.store_place`); None: unchecked."""
     engine: EngineOptions = field(default_factory=EngineOptions)
     default_planner: dict[str, Any] = field(default_factory=dict)
     stream_buffer: int = 1000

@@ -44,6 +44,7 @@ from notebook_bcc.server.restore import (
 )
 from notebook_bcc.server.save_pacing import SavePacer
 from notebook_bcc.server.stopping import interrupt_running_cell
+from notebook_bcc.server.store_place import claim_store
 from notebook_bcc.server.stream import WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.async_store import AsyncStore
@@ -98,6 +99,9 @@ class ServiceCore:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._store is None:
+                if self.settings.server_root is not None:
+                    root = self.settings.server_root
+                    await asyncio.to_thread(claim_store, self.settings.store_path, root)
                 store = await AsyncStore.open(self.settings.store_path)
                 # published once the recoveries are registered: a caller that finds the store
                 # open then also finds a workflow's recovery to wait for (not "not live")

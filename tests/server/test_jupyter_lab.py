@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from notebook_bcc.server.store_place import default_store_path
 from notebook_bcc.store.sqlite import SqliteStore
 from tests.conftest import free_port, requires, token_request
 from tests.server.conftest import EXAMPLES, SERVER_FIXTURES
@@ -158,7 +159,7 @@ def test_plain_jupyter_lab_runs_the_housing_blueprint(tmp_path: Path) -> None:
     assert time.monotonic() - began < 20
     log = (tmp_path / "server.log").read_text(errors="replace")
     assert not _tracebacks_of_ours(log), log[-3000:]
-    store = SqliteStore(tmp_path / "data" / "notebook_bcc" / "workflows.sqlite")
+    store = SqliteStore(default_store_path(tmp_path / "data", root))
     try:
         assert store.load(first["workflow_id"]).run.status == "completed"
         assert store.load(slow["workflow_id"]).run.status == "interrupted"

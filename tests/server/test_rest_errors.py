@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from notebook_bcc.server.app import NotebookBccApp
+from notebook_bcc.server.store_place import default_store_path, recorded_root
 from tests.server.conftest import Api
 
 GOOD_PLANNER = {"kind": "blueprint", "path": "blueprints/quick.yaml"}
@@ -176,7 +177,14 @@ async def test_the_openapi_document_is_served(api: Api, jp_base_url: str) -> Non
 def test_the_store_lives_under_the_jupyter_data_dir(bcc_app: NotebookBccApp) -> None:
     from jupyter_core.paths import jupyter_data_dir
 
-    assert Path(bcc_app.store_path).parent == Path(jupyter_data_dir()) / "notebook_bcc"
+    assert bcc_app.serverapp is not None
+    root = bcc_app.serverapp.root_dir
+    assert Path(bcc_app.store_path) == default_store_path(jupyter_data_dir(), root)
+    assert (
+        Path(bcc_app.store_path).parent.parent
+        == Path(jupyter_data_dir()) / "notebook_bcc" / "roots"
+    )
+    assert recorded_root(Path(bcc_app.store_path)) == os.path.realpath(root)
     settings = bcc_app.service_settings()
     assert settings.engine.confirm_irreversible is True
     assert settings.engine.auto_confirm is False
