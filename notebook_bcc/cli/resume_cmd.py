@@ -75,7 +75,12 @@ def register(subparsers: Any) -> None:
     trace.add_argument(
         "--behavior", metavar="ID", help="with --exchanges: only this behavior's exchanges"
     )
-    trace.add_argument("--json", action="store_true", help="print the rows as JSON lines")
+    trace.add_argument(
+        "--json",
+        action="store_true",
+        help="print the rows as JSON lines (with --verify / --export-anchor: one JSON "
+        "document with the outcome)",
+    )
     trace.set_defaults(handler=_trace)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from notebook_bcc.cli import params, run_extras, run_planners
+from notebook_bcc.cli.made_folders import MadeFolders
 from notebook_bcc.cli.run_planners import bad
 
 
@@ -101,7 +102,49 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(parameters, int):
         return parameters
     extras = run_extras.RunExtras(args, name=name, plan=run_planners.plan(planner))
-    notebook = extras.notebook_path(args.notebook, Path("out") / name / f"{name}.ipynb")
+    default = Path("out") / name / f"{name}.ipynb"
+    # noted before anything is made: a run refused on its way leaves no empty folder behind
+    folders = MadeFolders(output_folders(args, default))
+    try:
+        return _start(
+            args,
+            extras,
+            default=default,
+            planner=planner,
+            problem=problem,
+            files=files,
+            parameters=parameters,
+        )
+    finally:
+        if extras.engine is None:  # the engine never opened: the run was refused
+            folders.remove_empty()
+
+
+def output_folders(args: argparse.Namespace, default: Path) -> list[Path]:
+    """The folders ``run`` may create before it starts: the local notebook's, the state
+    database's and ``--record DIR`` (what a refused run must not leave behind empty)."""
+    from notebook_bcc.cli.remote import is_url
+
+    given = args.notebook
+    local = default if given is None or is_url(given) else Path(given)
+    folders = [local.parent, (args.state_db or local.with_name("state.sqlite")).parent]
+    if args.record is not None:
+        folders.append(args.record)
+    return folders
+
+
+def _start(
+    args: argparse.Namespace,
+    extras: run_extras.RunExtras,
+    *,
+    default: Path,
+    planner: Any,
+    problem: str | None,
+    files: list[Path],
+    parameters: dict[str, Any],
+) -> int:
+    """Make the run's outputs and run it (see :func:`_run`)."""
+    notebook = extras.notebook_path(args.notebook, default)
     extras.check_report_target(notebook)
     if args.record is not None:
         from notebook_bcc.planners.registry import recording

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
+
+INTEGRITY_KEY = "store_integrity"
+"""The key ``status --json`` adds to the snapshot: ``{"altered": bool, "problem": null | {code,
+message, details}}``, the verification ``trace --verify`` runs (exit 1 when altered)."""
 
 
 def register(subparsers: Any) -> None:
@@ -15,7 +20,11 @@ def register(subparsers: Any) -> None:
     )
     status.add_argument("--state-db", type=Path, required=True, help="the run's SQLite file")
     status.add_argument("--workflow", help="the workflow id (default: the only or latest one)")
-    status.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    status.add_argument(
+        "--json",
+        action="store_true",
+        help="print the snapshot as JSON, with store_integrity: whether the store was altered",
+    )
     status.set_defaults(handler=_status)
     diagram = subparsers.add_parser(
         "diagram", help="the blueprint's stage machine as Mermaid (fsm diagram: the 14-state FSM)"
@@ -83,11 +92,15 @@ def _status(args: argparse.Namespace) -> int:
     try:
         snapshot = store.load(pick_workflow(store, args.workflow))
         altered = None
+        integrity: dict[str, Any] = {"altered": False, "problem": None}
         try:
             # what status shows is read from rows resume would refuse to act on when altered:
             # say so here, not first at the resume
             store.verification()
         except ChainBrokenError as exc:
+            # details name the row as read: a forged column may hold what JSON cannot
+            problem = json.loads(json.dumps(exc.to_json(), default=str))
+            integrity = {"altered": True, "problem": problem}
             altered = (
                 f"{args.state_db} was altered after it was written: {exc.message}; resume will "
                 f"not act on it (`notebook-bcc trace --verify --state-db {args.state_db}` "
@@ -103,7 +116,9 @@ def _status(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        print_json(snapshot.model_dump(mode="json", by_alias=True))
+        # the snapshot's own keys as they are, plus whether the store was altered after it
+        # was written (the text's warning), for a script to read
+        print_json({**snapshot.model_dump(mode="json", by_alias=True), INTEGRITY_KEY: integrity})
         if altered is not None:
             print(f"error: {altered}", file=sys.stderr)
             return 1

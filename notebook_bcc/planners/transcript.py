@@ -36,6 +36,10 @@ MAX_TRANSCRIPT_BYTES = 64_000_000
 
 FORMAT = "notebook-bcc-transcript"
 VERSION = 1
+"""The version this release writes."""
+
+SUPPORTED_VERSIONS: tuple[int, ...] = (VERSION,)
+"""The header ``version`` numbers this release reads; any other is refused on load."""
 
 
 class TranscriptError(PlannerError):
@@ -46,6 +50,14 @@ class TranscriptError(PlannerError):
     """
 
     code = "transcript_error"
+
+
+class UnsupportedTranscriptVersionError(TranscriptError):
+    """A header whose ``version`` is not one this release reads (a newer or unknown number,
+    or not a number at all): refused when the transcript is loaded, so a replay never plays a
+    format it does not understand as if it were its own."""
+
+    code = "transcript_version"
 
 
 class _Line(BaseModel):
@@ -186,6 +198,7 @@ def read_transcript(directory: Path) -> Transcript:
             if kind == "header":
                 if transcript.header is not None:
                     raise TranscriptError(f"{path}:{number}: a second header")
+                _check_version(path, number, data)
                 transcript.header = TranscriptHeader.model_validate(data)
             elif kind == "exchange":
                 transcript.exchanges.append(Exchange.model_validate(data))
@@ -202,6 +215,30 @@ def read_transcript(directory: Path) -> Transcript:
     if transcript.header is not None and transcript.header.format != FORMAT:
         raise TranscriptError(f"{path}: not a notebook-bcc transcript")
     return transcript
+
+
+def _check_version(path: Path, number: int, header: dict[str, Any]) -> None:
+    """Refuse a header of this format whose ``version`` is not in :data:`SUPPORTED_VERSIONS`
+    (an integer, not ``"1"`` or ``true``); a header of another format is refused as such
+    later, one without a version reads as the current one."""
+    if header.get("format", FORMAT) != FORMAT or "version" not in header:
+        return
+    version = header["version"]
+    if type(version) is int and version in SUPPORTED_VERSIONS:
+        return
+    shown = json.dumps(version, ensure_ascii=False)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    supported = ", ".join(str(number) for number in SUPPORTED_VERSIONS)
+    raise UnsupportedTranscriptVersionError(
+        f"{path}:{number}: unsupported transcript version {shown}; this notebook-bcc reads "
+        f"version {supported}",
+        details={
+            "path": str(path),
+            "line": number,
+            "version": version,
+            "supported": list(SUPPORTED_VERSIONS),
+        },
+    )
 
 
 def _first_error(exc: ValidationError) -> str:

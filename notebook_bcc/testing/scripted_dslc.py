@@ -27,7 +27,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from notebook_bcc.testing.serving import add_loopback_arguments, wait_until_stopped
+from notebook_bcc.testing.serving import (
+    add_loopback_arguments,
+    bind_or_explain,
+    wait_until_stopped,
+)
 
 CONTENT_TYPES = {
     ".xml": "application/xml",
@@ -162,7 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: {args.folder}: no payload files (ENDPOINT.STATE[.STAGE].EXT)", file=sys.stderr
         )
         return 2
-    server = ScriptedDslcServer(args.folder, host=args.host, port=args.port).start()
+    server = bind_or_explain(
+        lambda: ScriptedDslcServer(args.folder, host=args.host, port=args.port),
+        args.host,
+        args.port,
+    )
+    if server is None:
+        return 2
+    server.start()
     print(f"scripted DSLC: {len(names)} payloads from {args.folder}; URL {server.url}", flush=True)
     try:
         wait_until_stopped()

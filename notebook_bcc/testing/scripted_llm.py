@@ -32,7 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from notebook_bcc.planners.llm.agents import AGENT_IDS, AGENT_LINE_PREFIX, agent_of_line
-from notebook_bcc.testing.serving import add_loopback_arguments, wait_until_stopped
+from notebook_bcc.testing.serving import (
+    add_loopback_arguments,
+    bind_or_explain,
+    wait_until_stopped,
+)
 
 REPLY_FILE = re.compile(r"^(\d+)-([a-z][a-z-]*)\.txt$")
 """Reply file names: ``NNN-<agent-id>.txt``."""
@@ -498,9 +502,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    server = ScriptedLlmServer(
-        replies, host=args.host, port=args.port, usage=not args.no_usage, verbose=True
+    server = bind_or_explain(
+        lambda: ScriptedLlmServer(
+            replies, host=args.host, port=args.port, usage=not args.no_usage, verbose=True
+        ),
+        args.host,
+        args.port,
     )
+    if server is None:
+        return 2
     server.start()
     print(
         f"scripted LLM: {len(replies)} replies from {args.folder}; base URL {server.base_url}",
