@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from notebook_bcc.store.anchor import carried_anchor
+from notebook_bcc.store.anchor import anchor_workflow, carried_anchor
 from notebook_bcc.store.errors import ChainBrokenError
 from notebook_bcc.store.sqlite import SqliteStore
 
@@ -90,6 +90,18 @@ def _verify(
         external, why = _read_anchor(args.anchor)
         if why is not None:
             _problem(document, "anchor_unreadable", why, path=str(args.anchor))
+            return 2
+        owner = anchor_workflow(external)
+        if owner is not None and owner not in store.workflow_ids():
+            _problem(
+                document,
+                "anchor_of_another_database",
+                f"{args.anchor} carries the anchor of workflow {owner}, which "
+                f"{store.path} does not hold: it vouches for another database, not this one "
+                "(the notebook was run with another --state-db); nothing was checked against it",
+                path=str(args.anchor),
+                workflow_id=owner,
+            )
             return 2
     try:
         report = store.verification(external)

@@ -201,7 +201,7 @@ async def write_stored_notebook(state_db: Path, workflow_id: str) -> None:
     try:
         snapshot = await store.load(workflow_id)
         notebook, document = await _stored_document(store, snapshot, state_db)
-        put_anchor(document.nb.metadata, await store.call(lambda s: s.chain_anchor()))
+        put_anchor(document.nb.metadata, await store.call(lambda s: s.chain_anchor()), workflow_id)
         writer = NotebookWriter(notebook, document)
         writer.metadata_changed(document.nb.metadata)
         await writer.aclose()

@@ -175,7 +175,7 @@ class Moves(_Rooms):
         except Exception as exc:  # an anchor is a mirror: never a reason not to write
             log.warning("notebook-bcc: no anchor for the notebook: %s", exc)
         else:
-            put_anchor(self.runtime.document.nb.metadata, mirror)
+            put_anchor(self.runtime.document.nb.metadata, mirror, self.snapshot.workflow_id)
             self.runtime.writer.metadata_changed(self.runtime.document.nb.metadata)
         if wait:
             await self.runtime.flush()

@@ -31,7 +31,7 @@ from notebook_bcc.server.restore import (
     restored_options,
 )
 from notebook_bcc.server.service_core import ServiceCore
-from notebook_bcc.store.anchor import carried_anchor, put_anchor
+from notebook_bcc.store.anchor import anchor_workflow, carried_anchor, put_anchor
 from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import ChainBrokenError, StoreUnavailableError
 from notebook_bcc.store.sqlite import SqliteStore
@@ -86,8 +86,8 @@ class RecoveryRoom(ServiceCore):
             await store.call(lambda s: s.verification())
             for workflow_id in self.recovered:
                 path, kept = await self._notebook_anchor(store, workflow_id)
-                if kept is None:
-                    continue
+                if kept is None or await _foreign(store, kept):
+                    continue  # none, or another database's: it vouches for nothing here
                 try:
                     await store.call(partial(_verify_against, kept))
                 except ChainBrokenError as exc:
@@ -211,7 +211,8 @@ class RecoveryRoom(ServiceCore):
                 )
                 # the notebook keeps its anchor across the restart (its first write would
                 # otherwise drop it until the next flush); checked against the store above
-                put_anchor(document.nb.metadata, await store.call(lambda s: s.chain_anchor()))
+                mirror = await store.call(lambda s: s.chain_anchor())
+                put_anchor(document.nb.metadata, mirror, workflow_id)
                 kernel = await self.kernels.for_notebook(notebook, options.kernel_name)
                 try:
                     live = self._live_workflow(
@@ -309,3 +310,10 @@ class RecoveryRoom(ServiceCore):
 def _verify_against(kept: dict[str, Any], store: SqliteStore) -> None:
     """The store verified, and checked against an anchor kept outside it."""
     store.verification(external=kept)
+
+
+async def _foreign(store: AsyncStore, kept: dict[str, Any]) -> bool:
+    """Whether a notebook's anchor was written for a workflow this database does not hold
+    (the notebook was run against another database first)."""
+    owner = anchor_workflow(kept)
+    return owner is not None and owner not in await store.call(lambda s: s.workflow_ids())

@@ -519,8 +519,20 @@ def carried_anchor(notebook: Any) -> Any:
     return own.get("anchor") if isinstance(own, dict) else None
 
 
-def put_anchor(metadata: dict[str, Any], anchor: dict[str, Any]) -> None:
-    """Set ``metadata["notebook_bcc"]["anchor"]`` (creating the ``notebook_bcc`` key)."""
+def put_anchor(
+    metadata: dict[str, Any], anchor: dict[str, Any], workflow_id: str | None = None
+) -> None:
+    """Set ``metadata["notebook_bcc"]["anchor"]`` (creating the ``notebook_bcc`` key),
+    naming the workflow whose store it mirrors (see :func:`anchor_workflow`)."""
     own = metadata.setdefault("notebook_bcc", {})
     if isinstance(own, dict):
-        own["anchor"] = anchor
+        own["anchor"] = anchor if workflow_id is None else {**anchor, "workflow_id": workflow_id}
+
+
+def anchor_workflow(anchor: Any) -> str | None:
+    """The workflow whose store wrote a notebook's anchor, or None (an anchor file, or a
+    notebook written before anchors named it). A notebook can carry another database's
+    anchor -- run first with another ``--state-db``, copied from another project -- and its
+    heads then say nothing about this database: a check must not read them as cut rows."""
+    owner = anchor.get("workflow_id") if isinstance(anchor, dict) else None
+    return owner if isinstance(owner, str) and owner else None

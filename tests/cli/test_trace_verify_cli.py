@@ -9,6 +9,7 @@ from pathlib import Path
 
 from notebook_bcc.store.sqlite import SqliteStore
 from tests.cli.conftest import alter_history_row, copy_state_db
+from tests.conftest import FIXTURES
 from tests.conftest import run_cli as cli
 
 
@@ -76,3 +77,35 @@ def test_verify_json_with_anchors_read_and_written(
     (problem,) = json.loads(unread.stdout)["problems"]
     assert problem["code"] == "anchor_unreadable"
     assert problem["message"].startswith(f"{missing}: cannot read the anchor")
+
+
+def test_a_notebook_run_against_another_database_is_not_read_as_tampering(
+    completed_state_db: Path, tmp_path: Path
+) -> None:
+    """The same blueprint run again with a state database of its own: the first notebook's
+    anchor vouches for the first database only. Checked against the second, it is refused
+    as another database's (exit 2), not reported as rows cut or rewritten (exit 1)."""
+    first_notebook = completed_state_db.with_name("chain.ipynb")
+    again = tmp_path / "again"
+    done = cli(
+        "run",
+        FIXTURES / "engine" / "chain.yaml",
+        *("--notebook", again / "chain.ipynb", "--auto-confirm"),
+    )
+    assert done.returncode == 0, done.stderr
+    other_db = again / "state.sqlite"
+    mine = cli("trace", "--state-db", other_db, "--verify", "--anchor", again / "chain.ipynb")
+    assert mine.returncode == 0, mine.stderr
+    assert "the anchored prefix" in mine.stdout
+
+    foreign = cli("trace", "--state-db", other_db, "--verify", "--anchor", first_notebook, "--json")
+    assert foreign.returncode == 2, foreign.stdout + foreign.stderr
+    verdict = json.loads(foreign.stdout)
+    assert verdict["ok"] is False
+    (problem,) = verdict["problems"]
+    assert problem["code"] == "anchor_of_another_database"
+    assert "vouches for another database" in problem["message"]
+    assert "deleted" not in foreign.stderr
+    assert "rewritten" not in foreign.stderr
+    own = cli("trace", "--state-db", completed_state_db, "--verify", "--anchor", first_notebook)
+    assert own.returncode == 0, own.stderr

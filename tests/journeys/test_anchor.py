@@ -21,9 +21,14 @@ def test_the_notebook_carries_the_anchor_that_catches_a_rewritten_tail(tmp_path:
     ]
     exported = tmp_path / "exported.json"
     assert cli("trace", "--state-db", db, "--export-anchor", exported).returncode == 0
-    assert mirrored == json.loads(exported.read_text(encoding="utf-8")), (
+    heads = {key: value for key, value in mirrored.items() if key != "workflow_id"}
+    assert heads == json.loads(exported.read_text(encoding="utf-8")), (
         "the last flush mirrors the final chain heads"
     )
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert [mirrored["workflow_id"]] == [
+            r[0] for r in conn.execute("SELECT workflow_id FROM workflows")
+        ]
     anchor = tmp_path / "from-notebook.json"
     anchor.write_text(json.dumps(mirrored), encoding="utf-8")
     assert cli("trace", "--state-db", db, "--verify", "--anchor", anchor).returncode == 0

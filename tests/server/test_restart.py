@@ -30,7 +30,7 @@ import pytest
 
 from notebook_bcc.store.errors import ChainBrokenError
 from notebook_bcc.store.sqlite import SqliteStore
-from tests.conftest import collaboration_off, requires
+from tests.conftest import FIXTURES, collaboration_off, requires, run_cli
 from tests.server.conftest import SERVER_FIXTURES, read_notebook
 
 BIN = Path(sys.executable).parent
@@ -559,5 +559,46 @@ def test_a_chain_rewritten_with_its_head_is_caught_by_the_anchor_the_notebook_ke
         assert body["details"]["reason"] == "altered", body
         assert "anchored rows were deleted" in body["message"], body
         assert "review/confirm.ipynb" in body["message"], body
+    finally:
+        assert second.stop() is not None
+
+
+def test_a_notebook_run_first_against_another_database_does_not_stop_recovery(
+    tmp_path: Path,
+) -> None:
+    """The notebook was run with the CLI first (its own --state-db), so it carries that
+    database's anchor when the server starts a workflow on it. The server is killed before
+    its first behavior ends (the file still holds the CLI's anchor): the next server
+    recovers the workflow and finishes it -- another database's anchor is no evidence
+    against this one."""
+    root = _root(tmp_path)
+    notebook = root / "work" / "analysis.ipynb"
+    ran = run_cli(
+        "run",
+        FIXTURES / "engine" / "chain.yaml",
+        *("--notebook", notebook, "--state-db", tmp_path / "cli.sqlite", "--auto-confirm"),
+    )
+    assert ran.returncode == 0, ran.stderr
+    cli_anchor = read_notebook(notebook)["metadata"]["notebook_bcc"]["anchor"]
+    store = tmp_path / "store.sqlite"
+    config = [f"--NotebookBccApp.store_path={store}"]
+    first = JupyterServer(root, tmp_path, *config, name="first")
+    try:
+        first.wait_ready()
+        workflow_id = first.start("work/analysis.ipynb", "blueprints/slow.yaml")["workflow_id"]
+        first.wait(workflow_id, lambda s: s["notebook"]["execution_count"] >= 2)
+    finally:
+        first.process.kill()
+        first.process.wait()
+        first.log.close()
+    assert read_notebook(notebook)["metadata"]["notebook_bcc"]["anchor"] == cli_anchor
+    second = JupyterServer(root, tmp_path, *config, name="second")
+    try:
+        second.wait_ready()
+        second.wait_live(workflow_id)
+        done = second.wait_status(workflow_id, "completed", "failed", "paused")
+        assert done["run"]["status"] == "completed", done["run"]
+        mirrored = read_notebook(notebook)["metadata"]["notebook_bcc"]["anchor"]
+        assert mirrored["workflow_id"] == workflow_id, "the notebook now mirrors this store"
     finally:
         assert second.stop() is not None
