@@ -10,7 +10,6 @@ output widgets, display ids, ``clear_output(wait=True)`` -- behaves as in nbclie
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -72,19 +71,20 @@ class BccNotebookClient(NotebookClient):
     """
 
     output_listener: OutputListener | None = None
-    idle: asyncio.Event | None = None
-    """Set when the running cell's ``status: idle`` arrives (see ``KernelSession._watch_reply``)."""
+    on_idle: Callable[[], None] | None = None
+    """Called when the running cell's ``status: idle`` arrives (``KernelSession._run_cell``
+    gives its reply a grace period from then)."""
 
     def process_message(
         self, msg: dict[str, Any], cell: NotebookNode, cell_index: int
     ) -> NotebookNode | None:
         """nbclient's handling of one iopub message of the running cell; notes its ``idle``."""
         if (
-            self.idle is not None
+            self.on_idle is not None
             and msg.get("msg_type") == "status"
             and (msg.get("content") or {}).get("execution_state") == "idle"
         ):
-            self.idle.set()
+            self.on_idle()
         return super().process_message(msg, cell, cell_index)
 
     def output(

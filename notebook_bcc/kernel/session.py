@@ -452,19 +452,18 @@ class KernelSession(SilentRequests):
     ) -> tuple[ExecStatus, str | None]:
         """nbclient's ``async_execute_cell`` in a task of its own, so that neither a cancelled
         caller nor :meth:`shutdown` leaves the shell channel in an unknown state."""
-        idle = asyncio.Event()
-        if isinstance(client, BccNotebookClient):
-            client.idle = idle
         task = asyncio.ensure_future(
             client.async_execute_cell(cell, index, store_history=store_history)
         )
         self._inflight = task
         watcher = asyncio.ensure_future(self._watch_process(task))
-        replies = asyncio.ensure_future(self._watch_reply(task, idle))
+        replies = _ReplyWatch(task)
+        if isinstance(client, BccNotebookClient):
+            client.on_idle = replies.idle
         try:
             await asyncio.shield(task)
         except DeadKernelError:
-            if replies.done() and not replies.cancelled() and replies.result():
+            if replies.lost:
                 cancel_alive_pollers(client)
                 return "interrupted", NO_REPLY
             # nbclient turns a cancel of the cell task (ours, on a restart) into this too, and
@@ -493,21 +492,10 @@ class KernelSession(SilentRequests):
         finally:
             self._inflight = None
             watcher.cancel()
-            replies.cancel()
+            replies.close()
+            if isinstance(client, BccNotebookClient):
+                client.on_idle = None
         return "ok", None
-
-    async def _watch_reply(self, task: asyncio.Future[Any], idle: asyncio.Event) -> bool:
-        """Whether the cell's reply was lost: an interrupt (ours, or JupyterLab's button) that
-        lands in ipykernel's execute handler outside the cell's code ends that handler with
-        no reply at all, and nbclient would wait for it forever. A cell whose ``idle`` came
-        and whose reply has not, ``REPLY_GRACE_S`` later, is given up (it ends
-        ``interrupted``) -- the kernel is idle and ready for the next one."""
-        await idle.wait()
-        _, pending = await asyncio.wait([task], timeout=REPLY_GRACE_S)
-        if not pending:
-            return False
-        task.cancel()  # nbclient turns this into DeadKernelError (handled in _run_cell)
-        return True
 
     async def _abandon(self, client: NotebookClient, task: asyncio.Future[Any]) -> None:
         """The caller was cancelled mid-cell: interrupt the cell and give it a moment to end
@@ -542,6 +530,36 @@ class KernelSession(SilentRequests):
             except KernelDeadError:
                 return False
         return False
+
+
+class _ReplyWatch:
+    """Gives up a cell whose reply was lost. An interrupt (ours, or JupyterLab's button) that
+    lands in ipykernel's execute handler outside the cell's code ends that handler with no
+    reply at all, and nbclient would wait for it forever. A cell whose ``idle`` came and
+    whose reply has not, ``REPLY_GRACE_S`` later, is cancelled (nbclient turns that into
+    ``DeadKernelError``) and ends ``interrupted``: the kernel is idle, ready for the next.
+    One timer per cell, armed at its ``idle`` (no task: this is on every cell's path)."""
+
+    def __init__(self, task: asyncio.Future[Any]) -> None:
+        self._task = task
+        self._timer: asyncio.TimerHandle | None = None
+        self.lost = False
+
+    def idle(self) -> None:
+        """The cell's ``status: idle`` arrived: its reply has ``REPLY_GRACE_S`` from now."""
+        if self._timer is None and not self._task.done():
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(REPLY_GRACE_S, self._give_up)
+
+    def _give_up(self) -> None:
+        if not self._task.done():
+            self.lost = True
+            self._task.cancel()
+
+    def close(self) -> None:
+        """The cell is over: no timer outlives it."""
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 __all__ = [
