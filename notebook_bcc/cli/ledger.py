@@ -14,6 +14,7 @@ steps and stages the run never entered.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -166,16 +167,7 @@ class RunLedger:
             self._failed_contracts[contract] = str(event.detail.get("error_message") or "")
             self._cell_failed(contract)
         elif event.kind == "decision":
-            detail = event.detail
-            self.decisions.append(
-                Decision(
-                    at=event.at,
-                    event=str(event.event or ""),
-                    kind=str(detail.get("kind") or ""),
-                    message=str(detail.get("message") or detail.get("stage") or ""),
-                    actor=event.actor,
-                )
-            )
+            self.decisions.append(_decision(event))
         elif event.kind == "transition":
             self._transition(event, snap)
             self._settle_outcomes(snap)
@@ -389,6 +381,108 @@ class RunLedger:
             )
             ran.add((step_id, behavior_id or ""))
 
+    def seed(
+        self, snapshot: WorkflowSnapshot, cells: list[dict[str, Any]], events: list[WorkflowEvent]
+    ) -> None:
+        """Fill the ledger with what a stored run did before this process (``resume``), so its
+        reports describe the whole run: stage visits and behavior runs from the notebook's
+        cell metadata, acceptance from the snapshot, decisions and routes from stored events.
+
+        Only the last iteration of a behavior has its acceptance results stored; an earlier
+        one (it was retried, so it did not pass) is marked failed saying so.
+        """
+        self._note_plan(snapshot)
+        now_mono, now_wall = monotonic(), time.time()
+
+        def mono(stamp: object) -> float | None:
+            wall = _epoch(stamp)
+            return None if wall is None else now_mono - (now_wall - wall)
+
+        visits: dict[tuple[str, int], StageVisit] = {}
+        runs: dict[tuple[str, int, str, str, int], BehaviorRun] = {}
+        for cell in cells:
+            bcc = cell.get("metadata", {}).get("notebook_bcc") or {}
+            stage_id, step_id = str(bcc.get("stage_id") or ""), str(bcc.get("step_id") or "")
+            behavior_id = str(bcc.get("behavior_id") or "")
+            if not stage_id or stage_id.startswith("_") or not step_id or not behavior_id:
+                continue  # the inputs cell, the user's own cells
+            number = int(bcc.get("visit") or 1)
+            start, end = mono(bcc.get("started_at")), mono(bcc.get("ended_at"))
+            visit = visits.get((stage_id, number))
+            if visit is None:
+                visit = StageVisit(
+                    stage_id=stage_id,
+                    visit=number,
+                    title=self.stage_titles.get(stage_id),
+                    started_at=bcc.get("started_at"),
+                )
+                visits[(stage_id, number)] = visit
+                self.visits.append(visit)
+            key = (stage_id, number, step_id, behavior_id, int(bcc.get("iteration") or 1))
+            run = runs.get(key)
+            if run is None:
+                run = runs[key] = BehaviorRun(step_id, behavior_id, iteration=key[-1])
+                earlier = next(
+                    (i for i, b in enumerate(visit.behaviors) if b.behavior_id == behavior_id),
+                    None,
+                )
+                if earlier is None:
+                    visit.behaviors.append(run)
+                else:  # a retry of the same behavior: the earlier iteration did not pass
+                    old = visit.behaviors[earlier]
+                    if not old.errors:
+                        old.acceptance = {_NOT_KEPT: ("failed", "retried; not kept")}
+                    run.previous, old.previous = [*old.previous, old], []
+                    visit.behaviors[earlier] = run
+            for stamp in (start, end):
+                if stamp is not None:
+                    run.started = stamp if run.started is None else min(run.started, stamp)
+                    run.ended = stamp if run.ended is None else max(run.ended, stamp)
+                    visit.started = run.started if visit.started is None else visit.started
+                    visit.ended = stamp if visit.ended is None else max(visit.ended, stamp)
+            run.executed += 1 if cell.get("cell_type") == "code" else 0
+            run.errors += _cell_errors(cell)
+        for visit in self.visits:
+            for run in visit.behaviors:
+                results = snapshot.acceptance.get(run.behavior_id, {})
+                run.acceptance = {c: (r.status, r.message) for c, r in results.items()}
+                run.ended = run.ended if run.ended is not None else run.started or now_mono
+                visit.started = visit.started if visit.started is not None else now_mono
+                visit.ended = visit.ended if visit.ended is not None else visit.started
+        self._reopen(snapshot)
+        for event in events:
+            if event.kind == "decision" or (event.kind == "run" and event.event == "route"):
+                self._events_only(event)
+        self._settle_outcomes(snapshot)
+        starts = [v.started for v in self.visits if v.started is not None]
+        ends = [v.ended for v in self.visits if v.ended is not None]
+        if starts and ends:  # the time the earlier part ran counts towards the run's time
+            self.began -= max(0.0, max(ends) - min(starts))
+
+    def _reopen(self, snapshot: WorkflowSnapshot) -> None:
+        """A stored run stopped inside a stage (or behavior) goes on in it: keep it open."""
+        state = snapshot.fsm.state.value
+        current = snapshot.location.current
+        if not self.visits or state not in _INSIDE_STAGE:
+            return
+        visit = self.visits[-1]
+        if visit.stage_id != current.stage_id:
+            return
+        visit.ended = None
+        if state in _INSIDE_BEHAVIOR and visit.behaviors:
+            run = visit.behaviors[-1]
+            if run.behavior_id == current.behavior_id and run.step_id == current.step_id:
+                run.ended = None
+                run.acceptance = {}
+                self._behavior = run
+
+    def _events_only(self, event: WorkflowEvent) -> None:
+        """A stored decision or route event, as :meth:`on_event` takes a live one."""
+        if event.kind == "decision":
+            self.decisions.append(_decision(event))
+        else:
+            self._routed(str(event.detail.get("stage") or ""), event.detail.get("outcome"))
+
     def totals(self) -> dict[str, Any]:
         """Counts of behavior runs by outcome, across the run."""
         counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -396,6 +490,40 @@ class RunLedger:
             for run in visit.behaviors:
                 counts[run.outcome] += 1
         return counts
+
+
+_NOT_KEPT = "(this attempt's results were not kept in the store)"
+_INSIDE_BEHAVIOR = {"behavior_running", "action_running", "action_completed"}
+_INSIDE_STAGE = {"stage_running", "step_running", "step_completed", *_INSIDE_BEHAVIOR}
+
+
+def _epoch(stamp: object) -> float | None:
+    """Seconds since the epoch of an ISO timestamp (None when absent or unreadable)."""
+    from datetime import datetime
+
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _cell_errors(cell: dict[str, Any]) -> list[CellError]:
+    """The error outputs of a stored cell, as a live run records them."""
+    errors = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            trace = strip_ansi("\n".join(output.get("traceback") or []))
+            errors.append(
+                CellError(
+                    ename=str(output.get("ename") or "Error"),
+                    evalue=str(output.get("evalue") or ""),
+                    traceback=trace[-TRACEBACK_CHARS:],
+                    cell_id=str(cell.get("id")),
+                )
+            )
+    return errors
 
 
 def _retried(runs: list[BehaviorRun], run: BehaviorRun) -> int | None:
@@ -422,3 +550,15 @@ def blueprint_plan(document: Any) -> Plan:
                 pairs.append((step.id, behavior.id))
         plan[stage_id] = pairs
     return plan
+
+
+def _decision(event: WorkflowEvent) -> Decision:
+    """The ledger's record of a decision event (asked, answered), live or stored."""
+    detail = event.detail
+    return Decision(
+        at=event.at,
+        event=str(event.event or ""),
+        kind=str(detail.get("kind") or ""),
+        message=str(detail.get("message") or detail.get("stage") or ""),
+        actor=event.actor,
+    )

@@ -2,7 +2,9 @@
 
 ``resume`` rebuilds the notebook from the store, restores kernel state (D11), settles what the
 previous process left running (an irreversible action in doubt is never re-run without a human),
-applies a decision when asked and continues. Exit codes as ``run``.
+applies a decision when asked and continues. Exit codes as ``run``. ``--junit-xml FILE`` and
+``--report FILE.html|FILE.md`` as for ``run``, written when the resumed run stops and describing
+the whole run (the behaviors before the resume too).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from notebook_bcc.cli import run_planners
+from notebook_bcc.cli import run_extras, run_planners
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +44,9 @@ def register(subparsers: Any) -> None:
     )
     resume.add_argument("--json", action="store_true", help="print WorkflowEvents as JSON lines")
     run_planners.add_setting_arguments(resume)
+    run_extras.add_report_arguments(
+        resume.add_argument_group("reports for CI (as for run; they describe the whole run)")
+    )
     resume.set_defaults(handler=_resume)
     trace = subparsers.add_parser(
         "trace", help="the full FSM history and contract trace of a run (--verify the hashes)"
@@ -96,6 +101,9 @@ def _resume(args: argparse.Namespace) -> int:
     from notebook_bcc.engine.options import EngineOptions
     from notebook_bcc.store.errors import ChainBrokenError
 
+    problem = run_extras.check_reports(args)
+    if problem is not None:  # refused before anything is opened or resumed, as run does
+        return run_planners.bad(problem)
     store = open_existing(args.state_db)
     try:
         # resume acts on what the store holds: cells it replays into a kernel, the code of an
@@ -204,6 +212,9 @@ def _resume(args: argparse.Namespace) -> int:
             )
             _list(pending)
             return 2
+    extras = run_extras.RunExtras(args, name=workflow_id, plan=None)
+    # a remote --report whose filesystem is missing stops here, before the run is claimed
+    extras.check_report_target(Path(stored.notebook_path or args.state_db.with_suffix(".ipynb")))
     claimer = open_existing(args.state_db)
     try:  # the check above, made again and kept in one transaction (two resumes at once)
         other = claimer.claim_owner(workflow_id, owner_tag(), owner_alive)
@@ -219,7 +230,7 @@ def _resume(args: argparse.Namespace) -> int:
     )
     view = choose_view(json_lines=args.json)
     answer = "approve" if args.approve else "reject"
-    return asyncio.run(
+    code = asyncio.run(
         _drive(
             args.state_db,
             workflow_id,
@@ -230,8 +241,10 @@ def _resume(args: argparse.Namespace) -> int:
             restart=args.restart,
             changes=changes,
             planner=stored.planner.model_dump(mode="json"),
+            extras=extras,
         )
     )
+    return extras.finish(code)
 
 
 async def record_settings(engine: Any, changes: dict[str, Any]) -> None:
@@ -282,6 +295,7 @@ async def _drive(
     restart: bool,
     changes: dict[str, Any],
     planner: dict[str, Any],
+    extras: run_extras.RunExtras,
 ) -> int:
     import asyncio
 
@@ -300,6 +314,11 @@ async def _drive(
     if changes:
         changed = planner_for({**planner, "settings": {**planner["settings"], **changes}})
     engine = await open_stored(state_db, workflow_id=workflow_id, options=options, planner=changed)
+    try:
+        await extras.attach_resumed(engine)  # before anything the resume does is published
+    except BaseException:
+        await close_headless(engine)  # e.g. no filesystem for a remote --report
+        raise
     if changes:
         await record_settings(engine, changes)
     installed = install_interrupts(engine, view)

@@ -65,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop as waiting on a `budget` decision before planner call N+1 "
         "(approving allows N more)",
     )
+    add_report_arguments(group)
+
+
+def add_report_arguments(group: Any) -> None:
+    """``--junit-xml`` and ``--report``: the reports CI reads, for ``run`` and ``resume``."""
     group.add_argument(
         "--junit-xml",
         metavar="FILE",
@@ -113,6 +118,17 @@ def check(args: argparse.Namespace) -> str | None:
             return f"--{flag.replace('_', '-')} must be at least 1"
     if args.cwd is not None and not args.cwd.is_dir():
         return f"--cwd {args.cwd}: not a directory"
+    problem = check_reports(args)
+    if problem is not None:
+        return problem
+    if args.kernel is not None:
+        return kernel_problem(args.kernel)
+    return None
+
+
+def check_reports(args: argparse.Namespace) -> str | None:
+    """Why ``--junit-xml`` / ``--report`` cannot be written as given (before anything runs),
+    or None; shared by ``run`` and ``resume``."""
     if args.junit_xml is not None:
         problem = unwritable(Path(args.junit_xml))
         if problem is not None:
@@ -124,8 +140,6 @@ def check(args: argparse.Namespace) -> str | None:
             report_format(args.report)
         except NotebookBccError as exc:
             return exc.message
-    if args.kernel is not None:
-        return kernel_problem(args.kernel)
     return None
 
 
@@ -172,6 +186,25 @@ class RunExtras:
         if self.report_remote is not None:
             return self.report_remote.local
         return Path(self.args.report)
+
+    async def attach_resumed(self, engine: Engine) -> None:
+        """``resume``: attach to a stored run's engine, the ledger first filled with what the
+        run did before (so the reports describe the whole run, not only what follows)."""
+        from notebook_bcc.cli.run_planners import plan
+        from notebook_bcc.planners.capabilities import BlueprintBacked
+
+        snapshot = engine.snapshot
+        workflow_id = snapshot.workflow_id
+        planner = engine.planner
+        stem = Path(snapshot.notebook_path or "run").stem
+        if isinstance(planner, BlueprintBacked):
+            self.name = planner.loaded.blueprint.name or stem
+        else:
+            self.name = stem  # run's default notebook is out/NAME/NAME.ipynb
+        self.ledger.plan = dict(plan(planner) or {})
+        events = await engine.store.call(lambda s: s.events(workflow_id))
+        self.ledger.seed(snapshot, list(engine.runtime.document.cells), events)
+        self.attach(engine)
 
     # -- during the run -------------------------------------------------------------------
 

@@ -27,13 +27,12 @@ from notebook_bcc.planners.transcript import (
     Exchange,
     Transcript,
     TranscriptError,
+    decoded_payload,
     read_transcript,
     request_digest,
     route_from_json,
     where,
 )
-from notebook_bcc.protocol.parse import parse_payload
-from notebook_bcc.protocol.payloads import PayloadModel
 
 
 def _describe(point: str, state: str, location: dict[str, Any]) -> str:
@@ -151,12 +150,9 @@ class ReplayPlanner:
     # -- answers --------------------------------------------------------------------------
 
     def _reply(self, ex: Exchange) -> PlannerReply | None:
-        if ex.payload is None and ex.body is None:
+        payload = decoded_payload(ex)
+        if payload is None:
             return None
-        if ex.payload is not None:
-            payload = PayloadModel.model_validate(ex.payload).root
-        else:
-            payload = parse_payload(ex.body or "", "auto")
         return PlannerReply(payload, ex.body or "", ex.content_type or "")
 
     def _required(self, request: PlannerRequest) -> PlannerReply:

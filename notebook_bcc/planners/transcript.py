@@ -11,6 +11,10 @@ One JSON object per line, in order:
   (``payload``, the protocol layer's JSON dump). ``route_stage`` exchanges hold the
   :class:`~notebook_bcc.planners.base.StageRoute` fields instead (and the human's ``decided``);
 - an ``error`` line where the planner failed (informational; replay skips it).
+
+Every exchange's answer is decoded when the transcript is read (:func:`decoded_payload`, the
+parser the replay answers with), so a recording with a bad answer is refused before a run
+starts, naming the file and line, instead of failing the run at that answer.
 """
 
 from __future__ import annotations
@@ -201,7 +205,9 @@ def read_transcript(directory: Path) -> Transcript:
                 _check_version(path, number, data)
                 transcript.header = TranscriptHeader.model_validate(data)
             elif kind == "exchange":
-                transcript.exchanges.append(Exchange.model_validate(data))
+                exchange = Exchange.model_validate(data)
+                _check_answer(path, number, exchange)
+                transcript.exchanges.append(exchange)
             elif kind == "error":
                 transcript.errors.append(ErrorEntry.model_validate(data))
             else:
@@ -215,6 +221,33 @@ def read_transcript(directory: Path) -> Transcript:
     if transcript.header is not None and transcript.header.format != FORMAT:
         raise TranscriptError(f"{path}: not a notebook-bcc transcript")
     return transcript
+
+
+def decoded_payload(exchange: Exchange) -> Any | None:
+    """The typed payload a recorded answer replays as (None when it holds no answer): the
+    stored ``payload`` model, else its ``body`` parsed again. Used by the replay and, on
+    load, to refuse a transcript holding an answer it could not play back."""
+    from notebook_bcc.protocol.parse import parse_payload
+    from notebook_bcc.protocol.payloads import PayloadModel
+
+    if exchange.payload is not None:
+        return PayloadModel.model_validate(exchange.payload).root
+    if exchange.body is not None:
+        return parse_payload(exchange.body, "auto")
+    return None
+
+
+def _check_answer(path: Path, number: int, exchange: Exchange) -> None:
+    """Refuse (naming the file and line) an exchange whose answer cannot be replayed."""
+    from notebook_bcc.protocol.errors import ProtocolError
+
+    what = f"{path}:{number}: exchange {exchange.n} ({exchange.point})"
+    try:
+        decoded_payload(exchange)
+    except ValidationError as exc:
+        raise TranscriptError(f"{what}: bad recorded payload: {_first_error(exc)}") from None
+    except ProtocolError as exc:
+        raise TranscriptError(f"{what}: bad recorded body: {exc.message}") from None
 
 
 def _check_version(path: Path, number: int, header: dict[str, Any]) -> None:
