@@ -12,7 +12,7 @@ import {
   decisionCode,
   detailRows,
   diffView,
-  effectViews
+  stageReview
 } from './view';
 
 /** Why a control or a decision of a workflow no engine drives here cannot act. */
@@ -65,9 +65,10 @@ export function renderDecision(ctx: SectionContext, decision: PendingDecision, s
   const diff = diffView(decision.details);
   const code = decisionCode(decision);
   const rows = detailRows(decision, snapshot.planner.kind);
-  // A stage confirmation asks to review what the stage produced: its latest outputs.
-  const review =
-    decision.kind === 'stage_confirmation' ? effectViews(snapshot, 3).filter(e => e.text) : [];
+  // A stage confirmation asks to review what the stage produced: that visit's own outputs.
+  const confirming = decision.kind === 'stage_confirmation';
+  const review = confirming ? stageReview(decision.details, snapshot) : [];
+  const silent = confirming && !review.length && Array.isArray(decision.details['outputs']);
   return h(
     'div',
     {
@@ -111,7 +112,13 @@ export function renderDecision(ctx: SectionContext, decision: PendingDecision, s
             )
           )
         )
-      : null,
+      : silent
+        ? h(
+            'div',
+            { class: 'jp-NotebookBcc-review', 'data-testid': 'bcc-review' },
+            h('div', { class: 'jp-NotebookBcc-hint' }, 'The stage printed no output.')
+          )
+        : null,
     rows.length ? keyValueTable(rows) : null,
     h(
       'div',

@@ -190,3 +190,24 @@ export function effectViews(snapshot: WorkflowSnapshot, limit = 6): EffectView[]
   const source = current.length ? current : snapshot.effects.history;
   return source.slice(-limit).map(text => ({ text: text.trimEnd(), error: ERROR_LINE.test(text) }));
 }
+
+/**
+ * What a stage confirmation asks a person to review: the outputs of that stage visit's own
+ * cells, which the decision carries (``details.outputs``; empty when the stage printed
+ * nothing -- never another stage's or an earlier attempt's output). A decision asked before
+ * decisions carried them falls back to the run's latest outputs.
+ */
+export function stageReview(
+  details: Record<string, unknown>,
+  snapshot: WorkflowSnapshot,
+  limit = 3
+): EffectView[] {
+  const own = details['outputs'];
+  if (!Array.isArray(own)) {
+    return effectViews(snapshot, limit).filter(e => e.text);
+  }
+  return own
+    .filter((text): text is string => typeof text === 'string' && text.trim() !== '')
+    .slice(-limit)
+    .map(text => ({ text: text.trimEnd(), error: ERROR_LINE.test(text) }));
+}

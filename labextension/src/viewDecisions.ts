@@ -87,7 +87,7 @@ const DETAIL_LABELS: Record<string, string> = {
   skipped: 'Skipped'
 };
 
-const HIDDEN_DETAILS = new Set(['diff', 'proposal', 'code', 'contract_id']);
+const HIDDEN_DETAILS = new Set(['diff', 'proposal', 'code', 'contract_id', 'outputs']);
 
 /** A value as one readable line: lists joined, objects as ``key: value`` pairs. */
 export function readable(value: unknown, width = 80): string {

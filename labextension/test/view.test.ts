@@ -19,6 +19,7 @@ import {
   detailRows,
   diffView,
   effectViews,
+  stageReview,
   eventText,
   historyEvents,
   humanizeId,
@@ -895,7 +896,44 @@ describe('diffView', () => {
   });
 });
 
+describe('stageReview', () => {
+  const withHistory = (): WorkflowSnapshot => {
+    const snapshot = emptySnapshot();
+    snapshot.effects = { ...snapshot.effects, current: [], history: ['alpha from another stage'] };
+    return snapshot;
+  };
+
+  it("shows the stage visit's own outputs the decision carries, newest last", () => {
+    const review = stageReview(
+      { stage: 'review', outputs: ['one', 'two', 'ValueError: bad', 'four\n'] },
+      withHistory()
+    );
+    assert.deepEqual(review, [
+      { text: 'two', error: false },
+      { text: 'ValueError: bad', error: true },
+      { text: 'four', error: false }
+    ]);
+  });
+
+  it('shows nothing of another stage when the stage printed nothing', () => {
+    assert.deepEqual(stageReview({ stage: 'review', outputs: [] }, withHistory()), []);
+    assert.deepEqual(stageReview({ stage: 'review', outputs: ['  ', 3] }, withHistory()), []);
+  });
+
+  it('falls back to the latest outputs for a decision that carries none', () => {
+    assert.deepEqual(stageReview({ stage: 'review' }, withHistory()), [
+      { text: 'alpha from another stage', error: false }
+    ]);
+  });
+});
+
 describe('detailRows and decisionCode', () => {
+  it('never lists the outputs a stage confirmation carries as a detail row', () => {
+    const [decision] = loadSnapshot('housing-waiting').run.pending;
+    const carrying = { ...decision, details: { ...decision.details, outputs: ['RMSE 1'] } };
+    assert.deepEqual(detailRows(carrying), [['Stage', 'modelling']]);
+  });
+
   it('shows the stage confirmation of the waiting run without its contract id', () => {
     const [decision] = loadSnapshot('housing-waiting').run.pending;
     assert.equal(decision.kind, 'stage_confirmation');

@@ -44,7 +44,13 @@ def decision_lines(snapshot: WorkflowSnapshot, pending: PendingDecision) -> list
         if len(source) > CODE_LINES:
             lines.append(f"    | ... ({len(source) - CODE_LINES} more lines)")
     if pending.kind == "stage_confirmation":
-        latest = _text(snapshot.notebook.last_output).strip()
+        own = details.get("outputs")
+        if isinstance(own, list):  # this stage visit's own outputs, carried by the decision
+            latest = "\n".join(str(text).rstrip("\n") for text in own).strip()
+            if not latest:
+                lines.append("  the stage printed no output")
+        else:  # a decision asked before decisions carried them
+            latest = _text(snapshot.notebook.last_output).strip()
         if latest:
             shown = latest.splitlines()[-6:]
             lines.append("  the stage's latest output:")

@@ -18,6 +18,7 @@ from notebook_bcc.fsm.idempotency import IdempotencyVerdict
 from notebook_bcc.kernel.cell_ids import ActionPath
 from notebook_bcc.kernel.cells import bcc_of
 from notebook_bcc.kernel.document import NotebookDocument
+from notebook_bcc.kernel.effects import effects_for
 from notebook_bcc.models.actions import (
     ExecAction,
 )
@@ -200,10 +201,17 @@ class Confirmations:
                 {"kind": "stage_confirmation", "stage": stage_id, "message": message},
             )
             return
+        visit = snap.stage_machine.visits.get(stage_id, 1)
+        outputs = stage_outputs(engine.runtime.document, snap.workflow_id, stage_id, visit)
         snap, decision = engine.new_decision(
             "stage_confirmation",
             message,
-            {"contract_id": contract.execution_id, "stage": stage_id, "resume_state": route.target},
+            {
+                "contract_id": contract.execution_id,
+                "stage": stage_id,
+                "resume_state": route.target,
+                "outputs": outputs,
+            },
         )
         await engine.commit(
             with_run(snap, "waiting", message),
@@ -389,3 +397,29 @@ def _decision(pending: PendingDecision, what: str, *, actor: str = "engine") -> 
         actor=actor,
         detail={"id": pending.id, "kind": pending.kind, "message": pending.message},
     )
+
+
+REVIEW_OUTPUTS = 3
+"""How many of a stage visit's last outputs a stage confirmation carries for review."""
+
+
+def stage_outputs(
+    document: NotebookDocument, workflow_id: str, stage_id: str, visit: int
+) -> list[str]:
+    """The last outputs (as effects) of the cells this workflow ran in ``stage_id``'s visit
+    ``visit``: what a stage confirmation asks a person to review. Only that visit's own
+    cells count -- a stage that printed nothing carries none, rather than whatever another
+    stage (or an earlier attempt) printed last."""
+    found: list[str] = []
+    for number, cell in enumerate(document.cells, 1):
+        bcc = bcc_of(cell)
+        if (
+            bcc is None
+            or cell.get("cell_type") != "code"
+            or bcc.get("workflow_id") != workflow_id
+            or bcc.get("stage_id") != stage_id
+            or bcc.get("visit") != visit
+        ):
+            continue
+        found += [text for text in effects_for(cell.get("outputs") or [], number) if text]
+    return found[-REVIEW_OUTPUTS:]
