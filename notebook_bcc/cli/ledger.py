@@ -312,21 +312,13 @@ class RunLedger:
             bcc = cell.get("metadata", {}).get("notebook_bcc") or {}
             if bcc.get("contract_id") != contract_id:
                 continue
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    trace = strip_ansi("\n".join(output.get("traceback") or []))
+            for error in _cell_errors(cell):
+                if timed_out:
                     # past its timeout the engine interrupted the cell: the traceback is the
                     # interrupt's (KeyboardInterrupt), the cause is the timeout
-                    ename, _, evalue = message.removeprefix("timeout: ").partition(": ")
-                    run.errors.append(
-                        CellError(
-                            ename=ename if timed_out else str(output.get("ename") or "Error"),
-                            evalue=evalue if timed_out else str(output.get("evalue") or ""),
-                            traceback=trace[-TRACEBACK_CHARS:],
-                            cell_id=str(cell.get("id")),
-                        )
-                    )
-                    return
+                    error.ename, _, error.evalue = message.removeprefix("timeout: ").partition(": ")
+                run.errors.append(error)
+                return
             break
         run.errors.append(CellError(ename="CellFailed", evalue=message, traceback=message))
 
@@ -510,7 +502,7 @@ def _epoch(stamp: object) -> float | None:
 
 
 def _cell_errors(cell: dict[str, Any]) -> list[CellError]:
-    """The error outputs of a stored cell, as a live run records them."""
+    """The error outputs of a cell (live, or stored for ``resume``), in order."""
     errors = []
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
