@@ -12,6 +12,7 @@ kernels down).
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,16 @@ class NotebookBccApp(ExtensionApp):
         "server stops, before cancelling it.",
     ).tag(config=True)
 
+    freeze_gc_at_start = Bool(
+        True,
+        help="Once the server has started, move every object it holds then (the modules of "
+        "jupyter_server, JupyterLab and their extensions) out of the garbage collector's reach "
+        "(gc.freeze). Those objects live as long as the server anyway; without this each full "
+        "collection walks them all again, about 0.1 s of a held event loop every few seconds "
+        "while workflows run, which shows as latency spikes in every request and event. Off: "
+        "the interpreter's default.",
+    ).tag(config=True)
+
     @default("store_path")
     def _default_store_path(self) -> str:
         root = self.serverapp.root_dir if self.serverapp is not None else os.getcwd()
@@ -243,6 +254,13 @@ class NotebookBccApp(ExtensionApp):
                 await self.service.start()
             except StoreUnavailableError as exc:
                 self.log.error("notebook_bcc: the workflow store did not open: %s", exc.message)
+        if self.freeze_gc_at_start:
+            gc.freeze()
+            self.log.info(
+                "notebook_bcc: %d objects of the started server moved out of the garbage "
+                "collector's reach (freeze_gc_at_start)",
+                gc.get_freeze_count(),
+            )
 
     def current_activity(self) -> list[dict[str, Any]] | None:
         """Running workflows, so an idle-shutdown server does not stop in the middle of one."""

@@ -389,6 +389,12 @@ class FileIdFollower:
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     async def _check_one(self, live: LiveWorkflow) -> None:
+        if getattr(getattr(live.engine.runtime, "writer", None), "saving", False):
+            # the workflow's own save is under way: the file there changes (a save by rename
+            # gives it a new inode) and :meth:`written` settles it once the save is over;
+            # looking now would crawl the file ids, and read the notebook, for a file the
+            # workflow is writing itself (a request during any of 20 workflows' saves did)
+            return
         path = live.notebook_path
         stamp = self._stamp(path)
         # a mv, rm or re-save changes the inode (or the file is gone): then look again

@@ -110,6 +110,9 @@ class ContentsNotebookWriter(NotebookWriter):
         """Called before each write (following the notebook by file id, :mod:`.file_ids`)."""
         self.after_write: Callable[[ContentsNotebookWriter], Awaitable[None]] | None = None
         """Called after each file write that wrote (recording the file's id)."""
+        self.saving = False
+        """A file write of this writer's is under way, up to its :attr:`after_write`: the
+        file changes under a file-id check then, which leaves it to that hook."""
         self._current: dict[str, Any] | None = None
         self._current_error: str | None = None
         self._applied: dict[str, str] = {}
@@ -236,6 +239,13 @@ class ContentsNotebookWriter(NotebookWriter):
             log.debug(
                 "notebook-bcc: %s is not open in a browser: the workflow saves it", self.api_path
             )
+        self.saving = True
+        try:
+            return await self._flush_file_saving()
+        finally:
+            self.saving = False
+
+    async def _flush_file_saving(self) -> WriteReport:
         try:
             report = await super().flush_async()
         except _Vanished as gone:

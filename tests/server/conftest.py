@@ -38,7 +38,12 @@ def jp_server_config() -> dict[str, Any]:
             "jpserver_extensions": {"notebook_bcc": True, "jupyter_server_terminals": False},
             "allow_unauthenticated_access": False,
         },
-        "NotebookBccApp": {"write_debounce": 0.1, "stop_timeout": 5.0},
+        # the test process is not a server: its objects are not frozen at each test server
+        "NotebookBccApp": {
+            "write_debounce": 0.1,
+            "stop_timeout": 5.0,
+            "freeze_gc_at_start": False,
+        },
     }
 
 

@@ -291,6 +291,20 @@ async def test_a_notebook_moved_while_no_server_ran_is_written_where_it_went_aft
         follower.close()
 
 
+def _counted_lookups(follower: FileIdFollower) -> list[str]:
+    """The file ids ``follower`` looks up by path from now on (each lookup crawls the root)."""
+    looked_up: list[str] = []
+    get_path = follower.ids.get_path
+
+    def counted(file_id: str) -> str | None:
+        looked_up.append(file_id)
+        path: str | None = get_path(file_id)
+        return path
+
+    follower.ids.get_path = counted
+    return looked_up
+
+
 async def test_after_its_own_save_a_workflow_finds_its_notebook_without_crawling_the_root(
     bcc_app: NotebookBccApp, api: Api, root: Path
 ) -> None:
@@ -301,15 +315,7 @@ async def test_after_its_own_save_a_workflow_finds_its_notebook_without_crawling
     live = await _waiting_in_process(api, bcc_app, root)
     follower = bcc_app.service.file_ids
     assert isinstance(follower, FileIdFollower)
-    looked_up: list[str] = []
-    get_path = follower.ids.get_path
-
-    def counted(file_id: str) -> str | None:
-        looked_up.append(file_id)
-        path: str | None = get_path(file_id)
-        return path
-
-    follower.ids.get_path = counted
+    looked_up = _counted_lookups(follower)
     before = os.stat(root / "first.ipynb").st_ino
     report = await live.engine.runtime.writer.flush_async()
     assert report.written
@@ -318,6 +324,42 @@ async def test_after_its_own_save_a_workflow_finds_its_notebook_without_crawling
     await api.snapshot(live.workflow_id)  # a panel request checks too
     assert looked_up == []
     # mv in a terminal after the save: found by its file id, followed
+    os.rename(root / "first.ipynb", root / "second.ipynb")
+    await follower.check()
+    assert looked_up, "the move was not looked up by file id"
+    assert live.notebook_path == "second.ipynb"
+
+
+async def test_a_request_during_a_workflows_own_save_does_not_look_it_up_by_file_id(
+    bcc_app: NotebookBccApp, api: Api, root: Path
+) -> None:
+    """A panel request (or another workflow's write) that lands while a workflow saves its
+    notebook found a new inode there, not yet settled by the save's own hook, and crawled the
+    file ids and read the notebook for a file the workflow was writing itself (with 20
+    workflows saving, about every request did: ``make bench-server``). It leaves that file to
+    the hook; a terminal mv afterwards is still followed."""
+    live = await _waiting_in_process(api, bcc_app, root)
+    follower = bcc_app.service.file_ids
+    assert isinstance(follower, FileIdFollower)
+    looked_up = _counted_lookups(follower)
+    writer = live.engine.runtime.writer
+    settle = writer.after_write
+    assert settle is not None
+    during: list[bool] = []
+
+    async def request_then_settle(w: Any) -> None:
+        during.append(w.saving)
+        await api.snapshot(live.workflow_id)  # a panel request between the save and its hook
+        await settle(w)
+
+    writer.after_write = request_then_settle
+    before = os.stat(root / "first.ipynb").st_ino
+    report = await writer.flush_async()
+    assert report.written
+    assert during == [True]
+    assert os.stat(root / "first.ipynb").st_ino != before  # saved by rename: a new inode
+    assert looked_up == []
+    assert not writer.saving
     os.rename(root / "first.ipynb", root / "second.ipynb")
     await follower.check()
     assert looked_up, "the move was not looked up by file id"
