@@ -44,7 +44,12 @@ from notebook_bcc.server.handlers import SERVICE_SETTING, route_table
 from notebook_bcc.server.kernels import Kernels
 from notebook_bcc.server.replace_save import install_replace_on_save
 from notebook_bcc.server.service import ServiceSettings, WorkflowService
-from notebook_bcc.server.store_place import claim_store, default_store_path
+from notebook_bcc.server.store_place import (
+    claim_store,
+    default_store_path,
+    legacy_store,
+    legacy_store_notice,
+)
 from notebook_bcc.store.errors import StoreUnavailableError
 
 
@@ -232,6 +237,9 @@ class NotebookBccApp(ExtensionApp):
             self.log.error("notebook_bcc: %s", exc.message)
             return
         self.log.info("notebook_bcc: the workflow store of this root is %s", self.store_path)
+        legacy = legacy_store(jupyter_data_dir(), Path(self.store_path))
+        if legacy is not None:
+            self.log.warning("notebook_bcc: %s", legacy_store_notice(legacy, Path(self.store_path)))
         follower = NotebookFollower(self.service)
         follower.install(server.event_logger)
         # the file-id manager is built once the loop runs, on a worker thread (its crawl of

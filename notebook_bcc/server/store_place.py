@@ -96,6 +96,29 @@ def claim_store(store: Path, root: str | os.PathLike[str]) -> None:
         )
 
 
+def legacy_store(data_dir: str | os.PathLike[str], store: Path) -> Path | None:
+    """The one store every root shared before stores were kept per root
+    (``<data_dir>/notebook_bcc/workflows.sqlite``), when it is there, no root has adopted it
+    and ``store`` is another one: its workflows are not listed by this server, and nothing
+    tells which root they belonged to, so the server names it and the way to adopt it."""
+    legacy = Path(data_dir) / "notebook_bcc" / "workflows.sqlite"
+    if not legacy.is_file() or root_file(legacy).exists():
+        return None
+    if os.path.realpath(legacy) == os.path.realpath(store):
+        return None
+    return legacy
+
+
+def legacy_store_notice(legacy: Path, store: Path) -> str:
+    """What the server logs at start-up while :func:`legacy_store` finds one."""
+    return (
+        f"an earlier notebook-bcc kept the workflows of every server root in {legacy}; this "
+        f"server keeps its root's workflows in {store} and does not list those. To go on with "
+        f"them here, start the server with --NotebookBccApp.store_path={legacy} (that store then "
+        "belongs to this root); to leave them, move that file away and this notice ends"
+    )
+
+
 def _unreadable(store: Path, marker: Path, why: str) -> StoreUnavailableError:
     return StoreUnavailableError(
         f"the root file {marker} of the state database {store} cannot be read ({why}); "
@@ -109,6 +132,8 @@ __all__ = [
     "StoreOfAnotherRootError",
     "claim_store",
     "default_store_path",
+    "legacy_store",
+    "legacy_store_notice",
     "real_root",
     "recorded_root",
     "root_file",

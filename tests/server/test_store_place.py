@@ -20,6 +20,7 @@ from notebook_bcc.server.store_place import (
     StoreOfAnotherRootError,
     claim_store,
     default_store_path,
+    legacy_store,
     recorded_root,
     root_file,
 )
@@ -180,3 +181,67 @@ def test_a_configured_store_of_another_root_is_refused_with_a_503_that_says_why(
     assert "belongs to the server root" in log
     assert "Traceback" not in log, log[-3000:]
     assert root_file(store).read_bytes() == claimed
+
+
+def test_the_store_every_root_shared_before_is_named_until_adopted_or_moved(
+    tmp_path: Path,
+) -> None:
+    data, store = tmp_path / "data", tmp_path / "data" / "notebook_bcc" / "roots" / "p" / "w.db"
+    legacy = data / "notebook_bcc" / "workflows.sqlite"
+    assert legacy_store(data, store) is None  # a new user: nothing to name
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(b"")
+    assert legacy_store(data, store) == legacy
+    assert legacy_store(data, legacy) is None  # configured as this server's store
+    claim_store(legacy, tmp_path / "project")
+    assert legacy_store(data, store) is None  # adopted by a root: that root's store now
+
+
+def test_an_upgraded_user_is_told_where_the_earlier_workflows_are_and_can_adopt_them(
+    tmp_path: Path,
+) -> None:
+    """Before stores were kept per root, every server of a user shared
+    ``<data_dir>/notebook_bcc/workflows.sqlite``. After the upgrade the panel lists nothing
+    and the workflows are not resumed; the log names that store and the setting that adopts
+    it, and with that setting the workflow is there again."""
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    project = tmp_path / "project"
+    _project(project, "# the user's notebook")
+    legacy = home / "data" / "notebook_bcc" / "workflows.sqlite"
+    adopt = f"--NotebookBccApp.store_path={legacy}"
+
+    before = JupyterServer(project, home, adopt, name="before")
+    try:
+        before.wait_ready()
+        workflow_id = before.start(NOTEBOOK, "blueprints/quick.yaml")["workflow_id"]
+        assert before.wait_status(workflow_id, "completed", "failed")["run"]["status"] == (
+            "completed"
+        )
+    finally:
+        _stop(before)
+    root_file(legacy).unlink()  # the earlier version recorded no root
+
+    upgraded = JupyterServer(project, home, name="upgraded")
+    try:
+        upgraded.wait_ready()
+        code, listing = upgraded.api("GET", "workflows")
+        assert code == 200, listing
+        assert listing["workflows"] == []
+    finally:
+        _stop(upgraded)
+    log = upgraded.log_path.read_text(errors="replace")
+    assert f"kept the workflows of every server root in {legacy}" in log, log[-3000:]
+    assert adopt in log
+
+    adopted = JupyterServer(project, home, adopt, name="adopted")
+    try:
+        adopted.wait_ready()
+        code, listing = adopted.api("GET", "workflows")
+        assert code == 200, listing
+        assert [w["workflow_id"] for w in listing["workflows"]] == [workflow_id]
+    finally:
+        _stop(adopted)
+    assert "kept the workflows of every server root" not in adopted.log_path.read_text(
+        errors="replace"
+    )
