@@ -443,8 +443,14 @@ class ActionExecutor(Confirmations, Skips):
             )
             running, more = fire(contract, "start", actor="engine")
             records += more
+            if cell_id:
+                # a cell run again (its kernel lost, a crash, an in-doubt action) is written
+                # ahead empty: the first attempt's outputs are not the new run's
+                runtime.runner.clear_run(cell_id)
             row = cell_row(runtime.document, cell_id, contract.execution_id) if cell_id else None
-            cells = [*runtime.collector.drain(), *([row] if row else [])]
+            drained = runtime.collector.drain()
+            cells = [*(c for c in drained if row is None or c.cell_id != row.cell_id)]
+            cells += [row] if row else []
             if carry is None:
                 await engine.commit(
                     engine.snapshot,

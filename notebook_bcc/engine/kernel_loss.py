@@ -25,7 +25,7 @@ from notebook_bcc.engine import lost_state
 from notebook_bcc.engine.routing import with_run
 from notebook_bcc.errors import NotebookBccError
 from notebook_bcc.fsm.contract import fire
-from notebook_bcc.kernel.session import RESTARTED_OUTSIDE
+from notebook_bcc.kernel.watch import RESTARTED_OUTSIDE, SHUT_DOWN_OUTSIDE
 from notebook_bcc.models.contract import ExecutionContract, ExecutionStatus
 from notebook_bcc.store.sqlite import EventDraft
 from notebook_bcc.workflow.effects import add_current
@@ -38,8 +38,35 @@ if TYPE_CHECKING:
 MAX_KERNEL_DEATHS = 2
 """Deaths of the kernel at one action before the run gives up on replacing it."""
 
-KERNEL_DIED = "the kernel died while the cell ran; it was replaced and the action runs again"
-"""``error_message`` of a reversible contract whose kernel died under it."""
+KERNEL_DIED = (
+    "the kernel stopped while the cell ran (it died or was restarted): the kernel's state was "
+    "lost; it was replaced and the action runs again"
+)
+"""``error_message`` of a reversible contract whose kernel died under it (nbclient may see a
+restarted kernel's old process gone before the new one is up: the words cover both)."""
+
+KERNEL_RESTARTED = (
+    "the kernel was restarted while the cell ran (from JupyterLab or the kernels API): the "
+    "cell was interrupted and the kernel's state lost; the action runs again on the new kernel"
+)
+"""``error_message`` of a reversible contract whose kernel someone else restarted under it."""
+
+KERNEL_SHUT_DOWN = (
+    "the kernel was shut down while the cell ran (from JupyterLab or the kernels API): the "
+    "cell was interrupted and the kernel's state lost; the action runs again on a new kernel"
+)
+"""``error_message`` of a reversible contract whose kernel someone else shut down under it."""
+
+
+def _how_lost(why: str | None) -> tuple[str, str, str]:
+    """What happened to the kernel, from a cell's ``dead_kernel`` message: the contract's
+    marker, words for effects and questions, and the failed contract's ``error_message``."""
+    if why is not None and why.startswith(RESTARTED_OUTSIDE):
+        return "restarted", "was restarted (from JupyterLab or the kernels API)", KERNEL_RESTARTED
+    if why is not None and why.startswith(SHUT_DOWN_OUTSIDE):
+        return "shut_down", "was shut down (from JupyterLab or the kernels API)", KERNEL_SHUT_DOWN
+    return "died", "stopped (it died or was restarted)", KERNEL_DIED
+
 
 _known_pid: weakref.WeakKeyDictionary[KernelRuntime, int] = weakref.WeakKeyDictionary()
 
@@ -101,14 +128,8 @@ async def after_death(
     """The kernel died under ``running`` (or was restarted under it: ``why`` says so): settle
     it, replace the kernel, rebuild; False when the kernel cannot be replaced (or died too
     often here) and the caller fails the run."""
-    restarted = why is not None and why.startswith(RESTARTED_OUTSIDE)
-    # nbclient may see the old process gone before the new one is up: "died" cannot be told
-    # from a restart then, so the words cover both
-    lost = (
-        "was restarted (from JupyterLab or the kernels API)"
-        if restarted
-        else "stopped (it died or was restarted)"
-    )
+    how, lost, failed_why = _how_lost(why)
+    restarted = how == "restarted"
     workflow_id = engine.snapshot.workflow_id
     earlier = await engine.store.call(lambda s: s.contracts(workflow_id))
     deaths = sum(
@@ -127,7 +148,7 @@ async def after_death(
     note_kernel(engine.runtime)
     snap = engine.snapshot
     events: list[EventDraft] = []
-    marker = {"kernel_died": True}
+    marker = {"kernel_died": True, "kernel_lost": how}
     if running.irreversible:
         settled, records = fire(running, "suspend", actor="recovery", metadata=marker)
         snap, decision = engine.new_decision(
@@ -153,7 +174,7 @@ async def after_death(
         )
     else:
         settled, records = fire(
-            running, "fail", actor="recovery", error_message=KERNEL_DIED, metadata=marker
+            running, "fail", actor="recovery", error_message=failed_why, metadata=marker
         )
     await engine.commit(
         snap,
@@ -188,4 +209,12 @@ async def _rebuild(engine: EngineHost, effect: str) -> None:
     await engine.recovery.rebuild(actor="recovery")
 
 
-__all__ = ["KERNEL_DIED", "MAX_KERNEL_DEATHS", "after_death", "before_cell", "note_kernel"]
+__all__ = [
+    "KERNEL_DIED",
+    "KERNEL_RESTARTED",
+    "KERNEL_SHUT_DOWN",
+    "MAX_KERNEL_DEATHS",
+    "after_death",
+    "before_cell",
+    "note_kernel",
+]

@@ -80,6 +80,9 @@ from notebook_bcc.models.snapshot import AcceptanceResult
 
 TRUNCATED_REASON = "the code action was truncated (the planner's stream ended inside it)"
 
+RUN_KEYS = ("started_at", "ended_at", "duration_s", "execution_count", "message")
+"""What an execution writes into a cell's ``metadata.notebook_bcc`` (besides its status)."""
+
 
 def is_truncated(action: PlannerAction) -> bool:
     """True when the protocol layer marked the action as cut short by a truncated stream.
@@ -328,6 +331,29 @@ class ActionRunner:
 
     # -- exec -----------------------------------------------------------------------------
 
+    def clear_run(self, cell_id: str) -> bool:
+        """Empty a code cell an earlier execution filled (outputs, execution count, that
+        run's status, times and message) before it runs again: after a lost kernel, a crash
+        or an in-doubt action, the new run's cell holds only its own. False (and nothing
+        emitted) when there was nothing to clear."""
+        cell = self.document.get(cell_id)
+        if cell is None or cell.get("cell_type") != "code":
+            return False
+        bcc = bcc_of(cell)
+        stale = [key for key in RUN_KEYS if bcc is not None and key in bcc]
+        ran = bcc is not None and bcc.get("status") not in (None, "pending", "refused")
+        if not (cell.get("outputs") or cell.get("execution_count") is not None or stale or ran):
+            return False
+        cell["outputs"] = []
+        cell["execution_count"] = None
+        if bcc is not None:
+            for key in stale:
+                del bcc[key]
+            if ran:
+                bcc["status"] = "pending"
+        self._emit(cell, "updated")
+        return True
+
     def _exec_target(self, action: ExecAction) -> tuple[NotebookNode | None, str | None]:
         target = action.codecell_id
         cell_id = self.document.last_added_id if target == LAST_ADDED_CELL else target
@@ -356,6 +382,7 @@ class ActionRunner:
         cell_id = str(cell["id"])
         position = self.document.position(cell_id)
         assert position is not None
+        self.clear_run(cell_id)
         bcc = bcc_of(cell)
         if bcc is not None:
             bcc["status"] = "running"

@@ -40,26 +40,21 @@ from notebook_bcc.kernel.session_types import (
     reply_status,
 )
 from notebook_bcc.kernel.silent import SilentRequests
+from notebook_bcc.kernel.watch import (
+    NO_REPLY,
+    PROCESS_POLL_S,
+    RESTARTED_BY_MANAGER,
+    RESTARTED_OUTSIDE,
+    ReplyWatch,
+    process_id,
+    restarted_since,
+    settled,
+)
 from notebook_bcc.kernel.wire import use_fast_dates
 from notebook_bcc.models.base import utc_now_iso
 
 START_ATTEMPTS = 3
 """How many times a kernel we own is started before giving up (port races at start)."""
-
-PROCESS_POLL_S = 0.5
-"""While a cell runs: how often the kernel's process id is compared with the one it began in."""
-
-REPLY_GRACE_S = 3.0
-"""How long after a cell's ``status: idle`` its ``execute_reply`` may still arrive (the
-kernel sends the reply first; the two travel on different sockets)."""
-
-NO_REPLY = "the kernel was interrupted and never answered the cell (its execute_reply was lost)"
-
-RESTARTED_BY_MANAGER = "the kernel died while the cell ran (restarted by its manager)"
-RESTARTED_OUTSIDE = (
-    "the kernel was restarted while the cell ran (from JupyterLab or the kernels API); "
-    "its state was lost"
-)
 
 
 class KernelSession(SilentRequests):
@@ -230,22 +225,16 @@ class KernelSession(SilentRequests):
             self._lost_why = why
             inflight.cancel()
 
-    def _process_id(self) -> int | None:
-        """The kernel's process id, when its manager launched it locally (else None)."""
-        pid = getattr(getattr(self._km, "provisioner", None), "pid", None)
-        return pid if isinstance(pid, int) else None
-
-    async def _watch_process(self, task: asyncio.Future[Any]) -> None:
+    async def _watch_process(self, task: asyncio.Future[Any], before: int | None) -> None:
         """A kernel restarted by someone else while a cell runs (JupyterLab's Restart, the
         REST API: no restart callback fires for those) never answers that cell, and the new
         process is alive, so nbclient would wait for the reply forever: a new process id
         ends the cell ``dead_kernel`` like an auto-restart does."""
-        before = self._process_id()
         if before is None:
             return
         while not task.done():
             await asyncio.sleep(PROCESS_POLL_S)
-            now = self._process_id()
+            now = process_id(self._km)
             if now is not None and now != before:
                 self._on_restart(RESTARTED_OUTSIDE)
                 return
@@ -310,6 +299,7 @@ class KernelSession(SilentRequests):
         """Restart the kernel (fresh namespace), reconnect and re-run the init code (D11)."""
         async with self._lock:
             self._stop_channels()
+            await settled(self.km, self.startup_timeout)  # one someone else began ends first
             await maybe_await(self.km.restart_kernel(now=True))
             self._info = None
             return await self._connect()
@@ -431,10 +421,16 @@ class KernelSession(SilentRequests):
             self._last_reply = None
             started_at = utc_now_iso()
             began = monotonic()
-            status, message = await self._run_cell(client, cell, index, store_history)
+            before = process_id(self._km)
+            status, message = await self._run_cell(client, cell, index, store_history, before)
             duration = monotonic() - began
             if status == "ok":
                 status, message = reply_status(self._last_reply, timeout)
+            if status == "interrupted" and not self._closing and restarted_since(self._km, before):
+                # jupyter_client interrupts a kernel before it restarts or shuts it down: the
+                # interrupt was the restart's, the cell was lost with its kernel
+                self._dead = True
+                status, message = "dead_kernel", await settled(self._km, self.startup_timeout)
             kernel_ready = await self._settle_after_timeout() if status == "timeout" else True
             count = cell.get("execution_count")
             return RawRun(
@@ -448,7 +444,12 @@ class KernelSession(SilentRequests):
             )
 
     async def _run_cell(
-        self, client: NotebookClient, cell: NotebookNode, index: int, store_history: bool
+        self,
+        client: NotebookClient,
+        cell: NotebookNode,
+        index: int,
+        store_history: bool,
+        before: int | None,
     ) -> tuple[ExecStatus, str | None]:
         """nbclient's ``async_execute_cell`` in a task of its own, so that neither a cancelled
         caller nor :meth:`shutdown` leaves the shell channel in an unknown state."""
@@ -456,8 +457,8 @@ class KernelSession(SilentRequests):
             client.async_execute_cell(cell, index, store_history=store_history)
         )
         self._inflight = task
-        watcher = asyncio.ensure_future(self._watch_process(task))
-        replies = _ReplyWatch(task)
+        watcher = asyncio.ensure_future(self._watch_process(task, before))
+        replies = ReplyWatch(task)
         if isinstance(client, BccNotebookClient):
             client.on_idle = replies.idle
         try:
@@ -532,37 +533,9 @@ class KernelSession(SilentRequests):
         return False
 
 
-class _ReplyWatch:
-    """Gives up a cell whose reply was lost. An interrupt (ours, or JupyterLab's button) that
-    lands in ipykernel's execute handler outside the cell's code ends that handler with no
-    reply at all, and nbclient would wait for it forever. A cell whose ``idle`` came and
-    whose reply has not, ``REPLY_GRACE_S`` later, is cancelled (nbclient turns that into
-    ``DeadKernelError``) and ends ``interrupted``: the kernel is idle, ready for the next.
-    One timer per cell, armed at its ``idle`` (no task: this is on every cell's path)."""
-
-    def __init__(self, task: asyncio.Future[Any]) -> None:
-        self._task = task
-        self._timer: asyncio.TimerHandle | None = None
-        self.lost = False
-
-    def idle(self) -> None:
-        """The cell's ``status: idle`` arrived: its reply has ``REPLY_GRACE_S`` from now."""
-        if self._timer is None and not self._task.done():
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(REPLY_GRACE_S, self._give_up)
-
-    def _give_up(self) -> None:
-        if not self._task.done():
-            self.lost = True
-            self._task.cancel()
-
-    def close(self) -> None:
-        """The cell is over: no timer outlives it."""
-        if self._timer is not None:
-            self._timer.cancel()
-
-
 __all__ = [
+    "NO_REPLY",
+    "RESTARTED_OUTSIDE",
     "START_ATTEMPTS",
     "TIMEOUT_ENAME",
     "KernelInfo",

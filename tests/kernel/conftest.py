@@ -24,7 +24,10 @@ from notebook_bcc.kernel import (
     MemorySink,
     NotebookDocument,
 )
-from notebook_bcc.models.actions import PlannerAction
+from notebook_bcc.models.actions import ExecAction, PlannerAction
+
+LAST = ExecAction(codecell_id="lastAddedCellId")
+"""Run the cell the last ``add`` made (what a planner's ``exec`` of a new cell sends)."""
 
 T = TypeVar("T")
 

@@ -11,11 +11,9 @@ import pytest
 from notebook_bcc.kernel import ActionOutcome, ActionRunner, EffectsConfig
 from notebook_bcc.kernel.cells import bcc_of
 from notebook_bcc.models.actions import AddAction, ExecAction
-from tests.kernel.conftest import KernelHarness, path, started
+from tests.kernel.conftest import LAST, KernelHarness, path, started
 
 pytestmark = pytest.mark.timeout(60)
-
-LAST = ExecAction(codecell_id="lastAddedCellId")
 
 
 def code(source: str, **extra: object) -> AddAction:

@@ -30,12 +30,11 @@ from notebook_bcc.kernel import (
     probe_variables,
 )
 from notebook_bcc.kernel.session import NO_REPLY
-from notebook_bcc.models.actions import AddAction, ExecAction
-from tests.kernel.conftest import KernelHarness, LoopThread, path, started
+from notebook_bcc.models.actions import AddAction
+from tests.kernel.conftest import LAST, KernelHarness, LoopThread, path, started
 
 pytestmark = pytest.mark.timeout(60)
 
-LAST = ExecAction(codecell_id="lastAddedCellId")
 LANGUAGE_INFO_KEYS = {"name", "version", "mimetype", "file_extension", "codemirror_mode"}
 
 
