@@ -5,8 +5,8 @@ A :class:`WorkflowSnapshot` is stored as
 - one ``snapshot_parts`` row per top-level field (``fsm``, ``run``, ``location``, ...), each
   serialized *without* the collections that grow with the run, and
 - one ``snapshot_items`` row per item of those collections (:data:`LIST_PATHS`: completed and
-  remaining plan items, the FSM history tail, the effects history; :data:`MAP_PATHS`:
-  acceptance results, usage per stage, stage visits).
+  remaining plan items, the FSM history tail, the running behavior's effects and the effects
+  history; :data:`MAP_PATHS`: acceptance results, usage per stage, stage visits).
 
 A commit writes the parts whose JSON changed and the items added, dropped or changed, so its
 cost does not grow with the run; :func:`read_full` materializes the full view (the same
@@ -37,12 +37,15 @@ LIST_PATHS: tuple[Path, ...] = (
     ("location", "progress", "behaviors", "completed"),
     ("location", "progress", "behaviors", "remaining"),
     ("fsm", "history"),
+    ("effects", "current"),
     ("effects", "history"),
     ("action_queue", "actions"),
 )
 """Lists kept as item rows (appended at the end, dropped from the front). The current
 behavior's queued actions are among them: they change once a behavior, while the queue's
-cursor moves at every action."""
+cursor moves at every action. So are the running behavior's effects: every code action adds
+its outputs (up to 4,000 characters a cell), and a behavior of many printing cells rewrote
+them all at every commit (a 300-cell behavior: a 900 KB part, an 80 MB write-ahead log)."""
 
 MAP_PATHS: tuple[Path, ...] = (
     ("acceptance",),

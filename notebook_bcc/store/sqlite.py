@@ -179,6 +179,7 @@ class SqliteStore(StoreInbox, StoreReads):
         the commit that fills it (see :mod:`.checkpoints`); for a long-lived writer."""
         if self.checkpointer is None:
             self._db.execute(f"PRAGMA wal_autocheckpoint={checkpoints.BACKSTOP_PAGES}")
+            self._db.execute(f"PRAGMA journal_size_limit={checkpoints.LOG_LIMIT_BYTES}")
             self.checkpointer = checkpoints.Checkpointer(self.path)
 
     @property

@@ -63,6 +63,39 @@ def test_a_long_lived_writer_checkpoints_beside_its_commits_and_not_in_them(
         reopened.close()
 
 
+def test_the_log_of_a_writer_that_never_pauses_stays_bounded(tmp_path: Path) -> None:
+    """A passive checkpoint beside a busy writer moves the log into the database but never
+    lets SQLite start the log over (the writer has always appended more by the time it is
+    done): the log file grew to the backstop, 80 MB beside a 7 MB database in a 300-cell run,
+    and a run on a small disk stopped with "database or disk is full". The writer's own
+    checkpoint at :data:`BACKSTOP_PAGES` starts the log over, and the file is cut back."""
+    path = tmp_path / "state.sqlite"
+    wal = tmp_path / "state.sqlite-wal"
+    store = SqliteStore(path)
+    store.checkpoint_in_background()
+    checkpointer = store.checkpointer
+    assert checkpointer is not None
+    largest = 0
+    try:
+        snap = store.create(new_snapshot("wf-1", "run-1", notebook_path="nb.ipynb"))
+        for n in range(120 * Checkpointer.every):
+            cell = {"cell_type": "code", "source": f"x = {n}\n" + "#" * 8000, "outputs": []}
+            snap = store.commit(
+                Commit(snap, snap.version, cells=[CellRow(f"cell-{n}", n, cell)])
+            ).snapshot
+            largest = max(largest, wal.stat().st_size)
+        assert checkpointer.failures == []
+    finally:
+        store.close()
+    # the backstop and the commit that crossed it (a few pages): never much more
+    assert largest < BACKSTOP_PAGES * 4096 + 2**20, f"the log reached {largest / 2**20:.1f} MB"
+    reopened = SqliteStore(path, existing=True)
+    try:
+        assert reopened.load("wf-1").version == 120 * Checkpointer.every
+    finally:
+        reopened.close()
+
+
 def test_a_store_opened_for_one_command_never_starts_the_thread(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "state.sqlite")
     try:

@@ -4,6 +4,7 @@ changes, and a commit writes what changed, not what the run accumulated (issue 2
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,14 @@ def _step(snap: WorkflowSnapshot, op: str, n: int) -> WorkflowSnapshot:
         actions = [AddAction(content=f"x = {n + i}") for i in range(n % 4)]
         queue = snap.action_queue.model_copy(update={"actions": actions, "index": 0})
         return snap.model_copy(update={"action_queue": queue})
+    if op == "effect":
+        current = [*snap.effects.current, f"cell {n} printed " + "x" * (n % 7)]
+        effects = snap.effects.model_copy(update={"current": current})
+        return snap.model_copy(update={"effects": effects})
+    if op == "archive":  # the next behavior starts: current moves to a capped history
+        history = [*snap.effects.history, *snap.effects.current][-4:]
+        effects = snap.effects.model_copy(update={"current": [], "history": history})
+        return snap.model_copy(update={"effects": effects})
     if op == "advance":
         queue = snap.action_queue.model_copy(update={"index": snap.action_queue.index + 1})
         return snap.model_copy(update={"action_queue": queue})
@@ -97,6 +106,8 @@ OPS = st.sampled_from(
         "problem",
         "queue",
         "advance",
+        "effect",
+        "archive",
     ]
 )
 
@@ -149,6 +160,30 @@ def test_a_commit_writes_what_changed_not_what_accumulated(tmp_path: Path) -> No
             stored.close()
         assert parts_bytes < len(new_snapshot("wf", "r").model_dump_json()) * 2
         assert len(store.load("wf").location.progress.stages.completed) == 400
+    finally:
+        store.close()
+
+
+def test_a_behavior_of_many_printing_cells_writes_each_cells_effects_once(
+    tmp_path: Path,
+) -> None:
+    """The running behavior's effects grow by a cell's outputs (up to 4,000 characters) at
+    every code action; kept inside the ``effects`` part they were all written again at every
+    commit (a 300-cell behavior: a 900 KB part per commit, an 80 MB write-ahead log)."""
+    store = SqliteStore(tmp_path / "state.sqlite")
+    try:
+        snap = store.create(new_snapshot("wf", "r", notebook_path="n.ipynb", problem="p"))
+        written: dict[int, int] = {}
+        for n in range(300):
+            current = [*snap.effects.current, f"{n:04d}" + "x" * 3000]
+            grown = snap.model_copy(
+                update={"effects": snap.effects.model_copy(update={"current": current})}
+            )
+            snap = store.commit(Commit(grown, snap.version)).snapshot
+            written[n] = store.last_write.bytes
+        assert written[299] == written[10]
+        assert written[299] < 3100  # the new cell's effect, not the behavior's
+        assert store.load("wf").effects.current == snap.effects.current
     finally:
         store.close()
 
@@ -217,38 +252,58 @@ def test_moving_the_queue_cursor_writes_no_queued_action(tmp_path: Path) -> None
         store.close()
 
 
-def test_queued_actions_stored_inside_the_queue_part_are_kept_and_moved_to_rows(
-    tmp_path: Path,
+def _effects(snap: WorkflowSnapshot, count: int) -> WorkflowSnapshot:
+    for n in range(count):
+        snap = _step(snap, "effect", n)
+    return snap
+
+
+Made = Callable[[WorkflowSnapshot, int], WorkflowSnapshot]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("action_queue", "action_queue.actions", _queued, "advance", "x = 0"),
+        ("effects", "effects.current", _effects, "effect", "printed"),
+    ],
+)
+def test_items_stored_inside_their_part_are_kept_and_moved_to_rows(
+    tmp_path: Path, case: tuple[str, str, Made, str, str]
 ) -> None:
-    """A database written while the actions lived in the ``action_queue`` part itself."""
+    """A database written while the queued actions, or the running behavior's effects, lived
+    in their part itself (before they were split out as rows): ``case`` is the part, its
+    items' path, how the snapshot gets 3 of them, the change committed after, and a text of
+    an item that must no longer be in the part."""
+    part, items, before, change, needle = case
     path = tmp_path / "state.sqlite"
     store = SqliteStore(path)
-    snap = store.create(_queued(new_snapshot("wf", "r", notebook_path="n.ipynb"), 3))
+    snap = store.create(before(new_snapshot("wf", "r", notebook_path="n.ipynb"), 3))
     store.close()
     raw = sqlite3.connect(path)
     raw.execute(
-        "UPDATE snapshot_parts SET body = ? WHERE part = 'action_queue'",
-        (snap.model_dump_json(by_alias=True, include={"action_queue"}),),
+        "UPDATE snapshot_parts SET body = ? WHERE part = ?",
+        (snap.model_dump_json(by_alias=True, include={part}), part),
     )
-    raw.execute("DELETE FROM snapshot_items WHERE path = 'action_queue.actions'")
+    raw.execute("DELETE FROM snapshot_items WHERE path = ?", (items,))
     raw.commit()
     raw.close()
-    for _ in range(2):  # the first commit moves the actions to rows, the second finds them
+    for n in range(2):  # the first commit moves the items to rows, the second finds them
         store = SqliteStore(path)
         try:
             assert store.load("wf") == snap
-            snap = store.commit(Commit(_step(snap, "advance", 0), snap.version)).snapshot
+            snap = store.commit(Commit(_step(snap, change, 10 + n), snap.version)).snapshot
             assert store.load("wf") == snap
-            assert len(snap.action_queue.actions) == 3
         finally:
             store.close()
+    expected = len(snap.action_queue.actions if part == "action_queue" else snap.effects.current)
     raw = sqlite3.connect(path)
     try:
         rows = raw.execute(
-            "SELECT COUNT(*) FROM snapshot_items WHERE path = 'action_queue.actions'"
+            "SELECT COUNT(*) FROM snapshot_items WHERE path = ?", (items,)
         ).fetchone()[0]
-        body = raw.execute("SELECT body FROM snapshot_parts WHERE part = 'action_queue'").fetchone()
+        body = raw.execute("SELECT body FROM snapshot_parts WHERE part = ?", (part,)).fetchone()
     finally:
         raw.close()
-    assert rows == 3
-    assert "x = 0" not in body[0]
+    assert rows == expected >= 3
+    assert needle not in body[0]
