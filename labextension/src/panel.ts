@@ -24,6 +24,7 @@ import type { SectionContext } from './panelContext';
 import { renderControls, renderDecisions } from './panelControls';
 import { DiagramSection } from './panelDiagram';
 import { renderEmpty, renderHeader, type HeaderState } from './panelHeader';
+import { plannerWait } from './plannerWait';
 import { PanelNotices, type NoticeKind } from './panelNotices';
 import { renderProgress, renderTree } from './panelPlan';
 import { renderTimeline, renderUsage } from './panelTimeline';
@@ -63,6 +64,9 @@ export interface PanelServices {
  *  not be swapped under a press, see :func:`patchChildren`). */
 const STABLE_SECTIONS: ReadonlySet<string> = new Set(['bcc-controls', 'bcc-decisions']);
 
+/** How often the header's planner wait counts up. */
+const WAIT_TICK_MS = 1000;
+
 /** How often the panel looks for a workflow started elsewhere (CLI, REST, another tab). */
 const DISCOVER_INTERVAL_MS = 4000;
 
@@ -78,6 +82,8 @@ export class WorkflowPanel extends Widget {
   private readonly openState = new Map<string, boolean>();
   private busy = false;
   private discoverTimer: number | null = null;
+  /** Re-renders the header each second while the run waits for its planner. */
+  private waitTimer: number | null = null;
   private startForm: StartForm | null = null;
   private readonly headerNode: HTMLElement;
   private readonly formNode: HTMLElement;
@@ -149,6 +155,10 @@ export class WorkflowPanel extends Widget {
   override dispose(): void {
     this.stopFeed();
     this.stopDiscovery();
+    if (this.waitTimer !== null) {
+      window.clearInterval(this.waitTimer);
+      this.waitTimer = null;
+    }
     super.dispose();
   }
 
@@ -464,7 +474,20 @@ export class WorkflowPanel extends Widget {
   }
 
   private showHeader(): void {
-    renderHeader(this.headerNode, this._snapshot, this.headerState());
+    const lastEventAt = this.timeline.reduce<string | null>(
+      (newest, event) => (newest === null || event.at > newest ? event.at : newest),
+      null
+    );
+    renderHeader(this.headerNode, this._snapshot, { ...this.headerState(), lastEventAt });
+    // while the run waits for its planner, the header counts the seconds
+    const waiting =
+      this._snapshot !== null && plannerWait(this._snapshot, lastEventAt, this.mode) !== null;
+    if (waiting && this.waitTimer === null) {
+      this.waitTimer = window.setInterval(() => this.showHeader(), WAIT_TICK_MS);
+    } else if (!waiting && this.waitTimer !== null) {
+      window.clearInterval(this.waitTimer);
+      this.waitTimer = null;
+    }
   }
 
   private render(): void {

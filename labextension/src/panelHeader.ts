@@ -4,6 +4,7 @@
  */
 import { h, replaceChildren } from './dom';
 import type { ConnectionMode } from './live';
+import { plannerWait, plannerWaitLine } from './plannerWait';
 import { stateDetail, statusSentence } from './statusWords';
 import type { WorkflowSnapshot } from './types';
 import { STATUS_LABELS } from './view';
@@ -29,6 +30,8 @@ const CONNECTION_TITLES: Record<ConnectionMode, string> = {
 export interface HeaderState {
   notebookPath: string | null;
   mode: ConnectionMode;
+  /** When the newest event the panel holds happened (how long a planner wait has lasted). */
+  lastEventAt?: string | null;
   startFormOpen: boolean;
   openStartForm(): void;
 }
@@ -106,12 +109,21 @@ state: HeaderState
       { class: 'jp-NotebookBcc-reason', 'data-testid': 'bcc-reason', title: snapshot.run.reason ?? '' },
       statusSentence(snapshot, state.mode !== 'stored')
     ),
+    waitLine(snapshot, state),
     h(
       'div',
       { class: 'jp-NotebookBcc-state', 'data-testid': 'bcc-state' },
       stateDetail(snapshot)
     )
   );
+}
+
+/** "Waiting for the planner (DSLC at …) for the next cells — 12 s", while it lasts. */
+function waitLine(snapshot: WorkflowSnapshot, state: HeaderState): HTMLElement | null {
+  const line = plannerWaitLine(plannerWait(snapshot, state.lastEventAt, state.mode), Date.now());
+  return line === null
+    ? null
+    : h('div', { class: 'jp-NotebookBcc-plannerWait', 'data-testid': 'bcc-planner-wait', role: 'status' }, line);
 }
 
 /** What the body shows when the notebook has no workflow (or no notebook is open). */

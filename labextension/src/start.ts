@@ -8,7 +8,7 @@
 import { ApiError, BccApi, type CreateWorkflowBody } from './api';
 import { h, replaceChildren } from './dom';
 import type { PlannerKindInfo } from './types';
-import { buildStartBody, type StartFields } from './startBody';
+import { buildStartBody, startErrorMessage, type StartFields } from './startBody';
 import {
   browserStorage,
   recallStart,
@@ -16,7 +16,7 @@ import {
   type KeyValueStore,
   type RememberedStart
 } from './startMemory';
-import { besideBlueprint, folderOf, relativeFrom } from './startPaths';
+import { besideBlueprint, folderOf, pathHint, relativeFrom } from './startPaths';
 
 /** Where Browse opens and what it lists. */
 export interface BrowseOptions {
@@ -119,7 +119,7 @@ export class StartForm {
           folder: folderOf(options.notebookPath)
         })
       ),
-      h('div', { class: 'jp-NotebookBcc-fieldHint' }, "Relative to the notebook's folder."),
+      h('div', { class: 'jp-NotebookBcc-fieldHint', 'data-testid': 'bcc-start-files-hint' }, pathHint(options.notebookPath)),
       h(
         'label',
         { class: 'jp-NotebookBcc-check' },
@@ -198,13 +198,14 @@ export class StartForm {
     this.confirmIrreversible.checked = last.confirmIrreversible;
   }
 
-  /** A ``workflow.yaml`` beside the notebook fills an empty Blueprint field. */
+  /** A ``workflow.yaml`` beside the notebook fills an empty Blueprint field (as the form
+   *  names paths: relative to the notebook's folder). */
   private async preselectBlueprint(): Promise<void> {
     const beside = besideBlueprint(this.options.notebookPath);
     const exists = this.options.fileExists ? await this.options.fileExists(beside).catch(() => false) : false;
     const input = this.inputs.get('blueprint');
     if (exists && input && !input.value.trim() && this.kind.value === 'blueprint') {
-      input.value = beside;
+      input.value = relativeFrom(folderOf(this.options.notebookPath), beside);
       this.recheck();
     }
   }
@@ -239,10 +240,8 @@ export class StartForm {
           onclick: async () => {
             const picked = await this.options.browse(title, browse);
             if (picked) {
-              // input files are named from the notebook's folder; the blueprint from the root
-              const chosen = appendValue
-                ? relativeFrom(folderOf(this.options.notebookPath), picked)
-                : picked;
+              // every path of the form is named from the notebook's folder
+              const chosen = relativeFrom(folderOf(this.options.notebookPath), picked);
               input.value =
                 appendValue && input.value.trim() ? `${input.value.trim()}, ${chosen}` : chosen;
               this.recheck();
@@ -252,6 +251,11 @@ export class StartForm {
         'Browse…'
       )
     );
+  }
+
+  /** Where the path field above is read from (the same for every path of the form). */
+  private hint(testid: string): HTMLElement {
+    return h('div', { class: 'jp-NotebookBcc-fieldHint', 'data-testid': testid }, pathHint(this.options.notebookPath));
   }
 
   private textInput(name: string, placeholder: string, value = ''): HTMLInputElement {
@@ -277,11 +281,7 @@ export class StartForm {
     const text = (key: string, name: string): string => last[name] ?? serverDefault(key);
     const rows: HTMLElement[] = [];
     if (kind === 'blueprint') {
-      const input = this.textInput(
-        'blueprint',
-        besideBlueprint(this.options.notebookPath),
-        text('path', 'blueprint')
-      );
+      const input = this.textInput('blueprint', 'workflow.yaml', text('path', 'blueprint'));
       rows.push(
         this.row(
           'Blueprint',
@@ -290,11 +290,12 @@ export class StartForm {
             folder: folderOf(this.options.notebookPath),
             extensions: ['.yaml', '.yml']
           })
-        )
+        ),
+        this.hint('bcc-start-blueprint-hint')
       );
     } else if (kind === 'replay') {
       const input = this.textInput('transcript', 'recordings/housing-run', text('path', 'transcript'));
-      rows.push(this.row('Recording folder', 'bcc-start-transcript', input));
+      rows.push(this.row('Recording folder', 'bcc-start-transcript', input), this.hint('bcc-start-transcript-hint'));
     } else if (kind === 'http') {
       rows.push(
         this.row('Server URL', 'bcc-start-url', this.textInput('url', 'http://127.0.0.1:8000', text('url', 'url')))
@@ -311,7 +312,8 @@ export class StartForm {
           'Prompt templates folder (optional)',
           'bcc-start-templates',
           this.textInput('templates', 'e.g. prompts (its <agent>.md files replace ours)', text('templates', 'templates'))
-        )
+        ),
+        this.hint('bcc-start-templates-hint')
       );
     }
     replaceChildren(this.fieldsNode, ...rows);
@@ -375,7 +377,9 @@ export class StartForm {
       rememberStart(this.storage, this.options.notebookPath, this.fields());
     } catch (error) {
       const message =
-        error instanceof ApiError ? error.body.message : `Could not start: ${String(error)}`;
+        error instanceof ApiError
+          ? startErrorMessage(built.body.planner.kind as StartFields['kind'], error.body.message, error.body.details)
+          : `Could not start: ${String(error)}`;
       this.showError(message);
     } finally {
       this.submit.disabled = false;

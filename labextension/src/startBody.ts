@@ -6,14 +6,15 @@
  */
 import type { CreateWorkflowBody } from './api';
 import type { PlannerKindInfo } from './types';
-import { inputPaths, isYaml } from './startPaths';
+import { inputPaths, isYaml, notebookRelative } from './startPaths';
 
 export interface StartFields {
   kind: PlannerKindInfo['kind'];
   /** The kind's own fields: blueprint, transcript, url, base_url, model. */
   values: Record<string, string>;
   problem: string;
-  /** Comma- or newline-separated paths relative to the notebook's folder (``/x``: from the root). */
+  /** Comma- or newline-separated paths relative to the notebook's folder (``/x``: from the
+   *  root), as every path of the form (the blueprint, a recording, a templates folder). */
   files: string;
   autoConfirm: boolean;
   confirmIrreversible: boolean;
@@ -50,7 +51,7 @@ export function buildStartBody(
       if (!isYaml(path)) {
         return { error: `Blueprint: ${path} is not a .yaml file.` };
       }
-      planner = { kind: 'blueprint', path: path.replace(/^\/+/, '') };
+      planner = { kind: 'blueprint', path: notebookRelative(notebookPath, path) || path };
       break;
     }
     case 'replay': {
@@ -58,7 +59,7 @@ export function buildStartBody(
       if (typeof path !== 'string') {
         return path;
       }
-      planner = { kind: 'replay', path: path.replace(/^\/+/, '') };
+      planner = { kind: 'replay', path: notebookRelative(notebookPath, path) || path };
       break;
     }
     case 'http': {
@@ -81,7 +82,7 @@ export function buildStartBody(
       if (baseUrl && !/^https?:\/\//i.test(baseUrl)) {
         return { error: 'Base URL must start with http:// or https://.' };
       }
-      const templates = (fields.values['templates'] ?? '').trim().replace(/\/+$/, '');
+      const templates = notebookRelative(notebookPath, fields.values['templates'] ?? '').replace(/\/+$/, '');
       planner = { kind: 'llm', model };
       if (baseUrl) {
         planner.base_url = baseUrl;
@@ -99,6 +100,7 @@ export function buildStartBody(
     planner,
     files: inputPaths(notebookPath, fields.files),
     files_relative_to: 'notebook',
+    planner_paths_relative_to: 'notebook',
     options: {
       auto_confirm: fields.autoConfirm,
       confirm_irreversible: fields.confirmIrreversible
@@ -109,4 +111,33 @@ export function buildStartBody(
     body.problem = problem;
   }
   return { body };
+}
+
+/** The form's label of each field the server names in a refusal (``details.field``). */
+const FIELD_LABELS: Record<string, Partial<Record<StartFields['kind'], string>> & { any?: string }> = {
+  'planner.path': { blueprint: 'Blueprint', replay: 'Recording folder' },
+  'planner.templates': { any: 'Prompt templates folder' },
+  files: { any: 'Input files' }
+};
+
+/**
+ * A refused start's message as the form shows it: led by the label of the field it is about
+ * (the server names its REST field, e.g. ``planner.path``), so a path the server did not find
+ * is seen next to the name of the box it was typed in.
+ */
+export function startErrorMessage(
+  kind: StartFields['kind'],
+  message: string,
+  details?: Record<string, unknown> | null
+): string {
+  const field = typeof details?.field === 'string' ? details.field : '';
+  const labels = FIELD_LABELS[field];
+  const label = labels ? labels[kind] ?? labels.any : undefined;
+  if (!label) {
+    return message;
+  }
+  const rest = message
+    .replace(/^input files not found: /, '')
+    .replace(/(^|; )(planner\.path|planner\.templates|files\[\d+\]): /g, '$1');
+  return `${label}: ${rest}`;
 }

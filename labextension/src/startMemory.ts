@@ -33,6 +33,9 @@ export function browserStorage(): KeyValueStore | null {
 
 const PREFIX = 'notebook-bcc:start:';
 const KINDS: ReadonlyArray<PlannerKindInfo['kind']> = ['blueprint', 'replay', 'http', 'llm'];
+/** The fields that held API paths (from the server root) before every path of the form was
+ *  named from the notebook's folder; a record without ``paths: 'notebook'`` is that old. */
+const ROOT_PATH_FIELDS: readonly string[] = ['blueprint', 'transcript', 'templates'];
 /** Bound on what is read back (a value that grew elsewhere is dropped, not rendered). */
 const MAX_CHARS = 100_000;
 
@@ -68,7 +71,10 @@ export function recallStart(store: KeyValueStore | null, notebookPath: string): 
   if (d.values && typeof d.values === 'object') {
     for (const [key, value] of Object.entries(d.values as Record<string, unknown>)) {
       if (typeof value === 'string') {
-        values[key] = value;
+        // remembered before the form named these from the notebook's folder: they are API
+        // paths, i.e. from the server root, which the form writes with a leading /
+        const fromRoot = d.paths !== 'notebook' && ROOT_PATH_FIELDS.includes(key) && value.trim();
+        values[key] = fromRoot && !value.trim().startsWith('/') ? `/${value.trim()}` : value;
       }
     }
   }
@@ -89,7 +95,7 @@ export function rememberStart(
   fields: RememberedStart
 ): void {
   try {
-    store?.setItem(memoryKey(notebookPath), JSON.stringify(fields));
+    store?.setItem(memoryKey(notebookPath), JSON.stringify({ ...fields, paths: 'notebook' }));
   } catch {
     // private mode or quota: the form still works, it just does not remember
   }

@@ -1,7 +1,8 @@
 /**
  * Paths in the start form, seen from the notebook: its folder, the blueprint expected beside
- * it, and input files named relative to that folder (what ``files_relative_to: notebook``
- * tells the server). Pure, so it is unit-tested under plain node.
+ * it, and every path (the blueprint, a recording, input files) named relative to that folder
+ * (what ``files_relative_to`` / ``planner_paths_relative_to: notebook`` tell the server).
+ * Pure, so it is unit-tested under plain node.
  */
 
 /** The API folder of ``path`` (``''`` for the root), without a trailing slash. */
@@ -42,26 +43,40 @@ export function relativeFrom(folder: string, target: string): string {
 }
 
 /**
+ * One path of the start form as the server takes it, relative to the notebook's folder (what
+ * ``files_relative_to`` / ``planner_paths_relative_to: notebook`` say): an entry starting
+ * with ``/`` names a file from the server root and is rewritten relative to that folder;
+ * ``./`` is dropped. Empty (or only ``/``): ``''``.
+ */
+export function notebookRelative(notebookPath: string, entry: string): string {
+  const text = entry.trim();
+  if (text.startsWith('/')) {
+    const fromRoot = text.replace(/^\/+/, '');
+    return fromRoot ? relativeFrom(folderOf(notebookPath), fromRoot) : '';
+  }
+  return text.replace(/^(\.\/)+/, '');
+}
+
+/**
  * The input files field as paths relative to the notebook's folder: commas or newlines,
- * trimmed, duplicates dropped. An entry starting with ``/`` names a file from the server root
- * and is rewritten relative to the notebook's folder.
+ * trimmed, duplicates dropped, each entry as :func:`notebookRelative` makes it.
  */
 export function inputPaths(notebookPath: string, text: string): string[] {
-  const folder = folderOf(notebookPath);
   const seen = new Set<string>();
   for (const raw of text.split(/[,\n]/)) {
-    const entry = raw.trim();
-    if (!entry) {
-      continue;
-    }
-    if (entry.startsWith('/')) {
-      const fromRoot = entry.replace(/^\/+/, '');
-      if (fromRoot) {
-        seen.add(relativeFrom(folder, fromRoot));
-      }
-    } else {
-      seen.add(entry.replace(/^(\.\/)+/, ''));
+    const path = notebookRelative(notebookPath, raw);
+    if (path) {
+      seen.add(path);
     }
   }
   return [...seen];
+}
+
+/** The start form's hint under each path field: where paths are read from. */
+export function pathHint(notebookPath: string): string {
+  const folder = folderOf(notebookPath);
+  return (
+    `Relative to the notebook's folder (${folder ? `${folder}/` : 'the server root'}); ` +
+    'start with / to name a path from the server root.'
+  );
 }

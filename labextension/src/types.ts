@@ -130,12 +130,24 @@ export interface Metrics {
   };
 }
 
+/** What the panel reads of an open ExecutionContract. */
+export interface OpenContract {
+  execution_id: string;
+  status: 'PENDING' | 'RUNNING' | 'WAITING' | 'COMPLETED' | 'FAILED' | 'REJECTED' | 'CANCELLED';
+}
+
 export interface WorkflowSnapshot {
   workflow_id: string;
   run_id: string;
   notebook_path?: string | null;
   version: number;
-  fsm: { state: string; last_transition?: string | null; history: HistoryEntry[] };
+  fsm: {
+    state: string;
+    last_transition?: string | null;
+    /** When it last moved (ISO 8601). */
+    timestamp?: string | null;
+    history: HistoryEntry[];
+  };
   run: {
     status: RunStatus;
     reason?: string | null;
@@ -166,6 +178,8 @@ export interface WorkflowSnapshot {
   metrics: Metrics;
   usage: UsageTotals & { per_stage: Record<string, UsageTotals> };
   planner: { kind: string; settings?: Record<string, unknown> };
+  /** Contracts not yet settled: a ``RUNNING`` one is a cell the kernel runs now. */
+  open_contracts?: OpenContract[];
   problem?: string | null;
   files?: string[];
 }
@@ -210,6 +224,9 @@ export interface WorkflowSummary {
   reason?: string | null;
   pending: number;
   active: boolean;
+  /** Why it no longer holds its notebook (null while it does): its run finished, it was
+   *  deleted, or a newer workflow on its notebook replaced it. */
+  released?: 'finished' | 'deleted' | 'replaced' | null;
   live: boolean;
   running: boolean;
   /** Being brought back after a server restart: live once its kernel is rebuilt. */
@@ -267,6 +284,8 @@ export interface CreateWorkflowBody {
   files?: string[];
   /** ``notebook``: ``files`` are relative to the notebook's folder (default ``root``). */
   files_relative_to?: 'root' | 'notebook';
+  /** ``notebook``: the planner's paths (a blueprint, a recording, a templates folder) too. */
+  planner_paths_relative_to?: 'root' | 'notebook';
   options?: Record<string, unknown>;
   /** Restart the notebook's kernel first; omitted: only when an earlier workflow ran on it. */
   fresh_kernel?: boolean | null;

@@ -7,7 +7,7 @@ import type { BccApi } from './api';
 import { h, replaceChildren } from './dom';
 import { sendWhileMeant } from './resend';
 import type { Command, WorkflowSummary } from './types';
-import { splitReleased, summaryLine } from './workflowsRule';
+import { isReleased, releasedTitle, splitReleased, summaryLine } from './workflowsRule';
 
 /** Run statuses a workflow does not leave: nothing to cancel there (nor to send again). */
 const FINISHED: readonly string[] = ['completed', 'cancelled'];
@@ -84,7 +84,7 @@ export class WorkflowsList {
     const { current, released } = splitReleased(workflows);
     const rows: HTMLElement[] = current.map(w => this.row(w));
     if (current.length === 0) {
-      rows.push(h('p', { class: 'jp-NotebookBcc-muted' }, 'No workflow holds a notebook.'));
+      rows.push(h('p', { class: 'jp-NotebookBcc-muted' }, 'Every workflow here was deleted or replaced.'));
     }
     if (released.length > 0) {
       // the group keeps its open/closed state across the list's refreshes
@@ -95,7 +95,7 @@ export class WorkflowsList {
         h(
           'summary',
           { class: 'jp-NotebookBcc-muted' },
-          `Released (${released.length}): deleted, or replaced by a newer workflow; their records stay`
+          releasedTitle(released)
         ),
         ...released.map(w => this.row(w))
       ) as HTMLDetailsElement;
@@ -153,11 +153,12 @@ export class WorkflowsList {
           {
             class: 'jp-Button jp-mod-styled jp-mod-warn',
             'data-testid': 'bcc-workflow-delete',
-            disabled: !w.active && !w.live,
-            title:
-              !w.active && !w.live
-                ? 'Released already: it holds no notebook (its record stays for its trace)'
-                : 'Stop it and release its notebook',
+            disabled: isReleased(w),
+            title: isReleased(w)
+              ? `${w.released === 'deleted' ? 'Deleted' : 'Replaced'} already: it holds no notebook (its record stays for its trace)`
+              : w.live || w.active
+                ? 'Stop it and release its notebook'
+                : 'Take it out of this list (its record stays for its trace)',
             onclick: () => void this.remove(w)
           },
           'Delete'

@@ -38,6 +38,18 @@ export function ago(iso: string | null | undefined, now: Date): string {
   return `${days} day${days === 1 ? '' : 's'} ago`;
 }
 
+/** Why a workflow no longer holds its notebook, in words (for its row's detail line). */
+const RELEASED_WORDS: Record<string, string> = {
+  finished: 'finished; its notebook is free for a new workflow',
+  deleted: 'deleted from this list; its record stays',
+  replaced: 'replaced by a newer workflow on its notebook; its record stays'
+};
+
+/** Deleted or replaced (and no engine drives it here): the Released group, never the list. */
+export function isReleased(w: WorkflowSummary): boolean {
+  return !w.live && !w.active && (w.released === 'deleted' || w.released === 'replaced');
+}
+
 export function summaryLine(w: WorkflowSummary, now: Date): SummaryLine {
   const notebook = w.notebook_path ?? 'notebook deleted';
   let status = STATUS_WORDS[w.run_status] ?? w.run_status;
@@ -49,8 +61,8 @@ export function summaryLine(w: WorkflowSummary, now: Date): SummaryLine {
   }
   const where = w.not_recovered
     ? ` · not recovered by this server: ${w.not_recovered.message}`
-    : !w.active
-      ? ' · released its notebook (deleted, or replaced by a newer workflow)'
+    : !w.active && !w.live
+      ? ` · ${RELEASED_WORDS[w.released ?? 'finished'] ?? RELEASED_WORDS.finished}`
       : w.live
         ? ''
         : ' · not running in this server';
@@ -58,17 +70,29 @@ export function summaryLine(w: WorkflowSummary, now: Date): SummaryLine {
 }
 
 /**
- * The list's two groups: the workflows that hold their notebook, and those released (deleted
- * from the list, or replaced by a newer workflow on their notebook). A released workflow's
- * record stays in the store (its trace); it is shown apart, so that a Delete visibly takes
- * the row out of the list a person works with.
+ * The list's two groups: the workflows a person works with (holding their notebook, driven
+ * here, or finished and not yet deleted), and those released: deleted from the list, or
+ * replaced by a newer workflow on their notebook. A released workflow's record stays in the
+ * store (its trace); it is shown apart, so that a Delete visibly takes the row out of the
+ * list a person works with. A finished run was neither: it stays in the list.
  */
 export function splitReleased(workflows: readonly WorkflowSummary[]): {
   current: WorkflowSummary[];
   released: WorkflowSummary[];
 } {
   return {
-    current: workflows.filter(w => w.active || w.live),
-    released: workflows.filter(w => !w.active && !w.live)
+    current: workflows.filter(w => !isReleased(w)),
+    released: workflows.filter(isReleased)
   };
+}
+
+/** The Released group's title: how many, and why, in words. */
+export function releasedTitle(released: readonly WorkflowSummary[]): string {
+  const deleted = released.filter(w => w.released === 'deleted').length;
+  const replaced = released.length - deleted;
+  const parts = [
+    deleted ? `${deleted} deleted` : '',
+    replaced ? `${replaced} replaced by a newer workflow` : ''
+  ].filter(Boolean);
+  return `Released (${released.length}): ${parts.join(', ')}; their records stay`;
 }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { buildStartBody, splitPaths, type StartFields } from '../src/startBody';
+import { buildStartBody, startErrorMessage, splitPaths, type StartFields } from '../src/startBody';
 
 function fields(overrides: Partial<StartFields>): StartFields {
   return {
@@ -67,13 +67,29 @@ describe('buildStartBody', () => {
     assert.deepEqual(result, {
       body: {
         notebook_path: 'notebooks/housing.ipynb',
-        planner: { kind: 'blueprint', path: 'examples/housing/workflow.yaml' },
+        planner: { kind: 'blueprint', path: '../examples/housing/workflow.yaml' },
         files: ['data/housing.csv', '../extra.csv'],
         files_relative_to: 'notebook',
+        planner_paths_relative_to: 'notebook',
         options: { auto_confirm: true, confirm_irreversible: false },
         problem: 'Predict house prices'
       }
     });
+  });
+
+  it('names the blueprint and the input files from the same folder: the notebook\'s', () => {
+    const result = buildStartBody(
+      'proj/a.ipynb',
+      fields({ values: { blueprint: ' ./workflow.yaml ' }, files: 'data/x.csv' })
+    );
+    assert.ok('body' in result);
+    assert.deepEqual(result.body.planner, { kind: 'blueprint', path: 'workflow.yaml' });
+    assert.deepEqual(result.body.files, ['data/x.csv']);
+    assert.equal(result.body.files_relative_to, 'notebook');
+    assert.equal(result.body.planner_paths_relative_to, 'notebook');
+    const fromRoot = buildStartBody('proj/a.ipynb', fields({ values: { blueprint: '/proj/workflow.yaml' } }));
+    assert.ok('body' in fromRoot);
+    assert.deepEqual(fromRoot.body.planner, { kind: 'blueprint', path: 'workflow.yaml' });
   });
 
   it('leaves a blank problem out', () => {
@@ -182,6 +198,28 @@ describe('buildStartBody', () => {
     const blank = buildStartBody('a.ipynb', fields({ kind: 'llm', values: { model: 'gpt-x', templates: '  ' } }));
     assert.ok('body' in blank);
     assert.deepEqual(blank.body.planner, { kind: 'llm', model: 'gpt-x' });
+  });
+
+  it('leads a refusal with the label of the field it is about', () => {
+    const missing =
+      "planner.path: no such file 'wf.yaml' (looked for 'proj/wf.yaml'); paths here are " +
+      "relative to the notebook's folder 'proj'";
+    assert.equal(
+      startErrorMessage('blueprint', missing, { field: 'planner.path', path: 'proj/wf.yaml' }),
+      "Blueprint: no such file 'wf.yaml' (looked for 'proj/wf.yaml'); paths here are relative " +
+        "to the notebook's folder 'proj'"
+    );
+    assert.match(startErrorMessage('replay', missing, { field: 'planner.path' }), /^Recording folder: no such/);
+    const files =
+      "input files not found: files[0]: no such file 'a.csv' (looked for 'p/a.csv'); paths " +
+      "here are relative to the notebook's folder 'p'; files[1]: no such file 'b.csv'";
+    assert.equal(
+      startErrorMessage('http', files, { field: 'files', missing: ['p/a.csv', 'b.csv'] }),
+      "Input files: no such file 'a.csv' (looked for 'p/a.csv'); paths here are relative to the " +
+        "notebook's folder 'p'; no such file 'b.csv'"
+    );
+    assert.equal(startErrorMessage('blueprint', 'planner: busy', {}), 'planner: busy');
+    assert.equal(startErrorMessage('blueprint', 'planner: busy'), 'planner: busy');
   });
 
   it('refuses an unknown planner kind', () => {

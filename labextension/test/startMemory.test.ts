@@ -45,6 +45,14 @@ describe('rememberStart / recallStart', () => {
     assert.equal(recallStart(store, 'proj/a.ipynb')?.problem, 'second');
   });
 
+  it('reads paths remembered before the form named them from the notebook as root paths', () => {
+    const store = new MapStore();
+    store.setItem(memoryKey('proj/a.ipynb'), JSON.stringify(FIELDS)); // no paths: 'notebook'
+    assert.deepEqual(recallStart(store, 'proj/a.ipynb')?.values, { blueprint: '/proj/workflow.yaml' });
+    rememberStart(store, 'proj/a.ipynb', { ...FIELDS, values: { blueprint: 'workflow.yaml' } });
+    assert.deepEqual(recallStart(store, 'proj/a.ipynb')?.values, { blueprint: 'workflow.yaml' });
+  });
+
   it('ignores what it cannot trust', () => {
     const store = new MapStore();
     const key = memoryKey('n.ipynb');

@@ -5,7 +5,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 
-import { besideBlueprint, folderOf, inputPaths, isYaml, relativeFrom } from '../src/startPaths';
+import { besideBlueprint, folderOf, inputPaths, isYaml, notebookRelative, pathHint, relativeFrom } from '../src/startPaths';
 
 describe('folderOf / besideBlueprint', () => {
   it('names the folder and the workflow.yaml beside the notebook', () => {
@@ -35,6 +35,21 @@ describe('relativeFrom', () => {
     assert.equal(relativeFrom('a/b', 'a/x.csv'), '../x.csv');
     assert.equal(relativeFrom('a/b', 'a/bc/x.csv'), '../bc/x.csv');
     assert.equal(relativeFrom('a', 'a'), '.');
+  });
+});
+
+describe('notebookRelative / pathHint', () => {
+  it('names one path from the notebook\'s folder, as the hint says', () => {
+    assert.equal(notebookRelative('proj/n.ipynb', ' workflow.yaml '), 'workflow.yaml');
+    assert.equal(notebookRelative('proj/n.ipynb', './flows/w.yaml'), 'flows/w.yaml');
+    assert.equal(notebookRelative('proj/n.ipynb', '/proj/w.yaml'), 'w.yaml');
+    assert.equal(notebookRelative('proj/n.ipynb', '/other/w.yaml'), '../other/w.yaml');
+    assert.equal(notebookRelative('proj/n.ipynb', ' / '), '');
+    assert.equal(
+      pathHint('proj/n.ipynb'),
+      "Relative to the notebook's folder (proj/); start with / to name a path from the server root."
+    );
+    assert.match(pathHint('n.ipynb'), /notebook's folder \(the server root\)/);
   });
 });
 

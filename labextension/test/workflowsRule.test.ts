@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { ago, splitReleased, summaryLine } from '../src/workflowsRule';
+import { ago, releasedTitle, splitReleased, summaryLine } from '../src/workflowsRule';
 import type { WorkflowSummary } from '../src/types';
 
 const NOW = new Date('2026-11-25T10:00:00Z');
@@ -57,30 +57,54 @@ describe('summaryLine', () => {
 });
 
 describe('released workflows', () => {
-  it('says a released workflow let go of its notebook, not that it is not running here', () => {
+  it('says a finished run finished, not that it was deleted or replaced', () => {
     const line = summaryLine(
-      summary({ active: false, live: false, running: false, run_status: 'cancelled' }),
+      summary({
+        active: false,
+        live: false,
+        running: false,
+        run_status: 'completed',
+        released: 'finished'
+      }),
       NOW
     );
-    assert.match(line.detail, /released its notebook \(deleted, or replaced/);
-    assert.doesNotMatch(line.detail, /not running in this server/);
+    assert.equal(line.status, 'Completed');
+    assert.match(line.detail, /finished; its notebook is free for a new workflow/);
+    assert.doesNotMatch(line.detail, /deleted|replaced|not running in this server/);
   });
-  it('puts released workflows apart, each group in the order given', () => {
+  it('says a deleted workflow was deleted, a replaced one replaced', () => {
+    const deleted = summaryLine(
+      summary({ active: false, live: false, run_status: 'cancelled', released: 'deleted' }),
+      NOW
+    );
+    assert.match(deleted.detail, /deleted from this list; its record stays/);
+    assert.doesNotMatch(deleted.detail, /replaced/);
+    const replaced = summaryLine(
+      summary({ active: false, live: false, run_status: 'completed', released: 'replaced' }),
+      NOW
+    );
+    assert.match(replaced.detail, /replaced by a newer workflow on its notebook/);
+    assert.doesNotMatch(replaced.detail, /deleted/);
+  });
+  it('puts deleted and replaced workflows apart, finished ones stay, in the order given', () => {
     const a = summary({ workflow_id: 'a' });
-    const b = summary({ workflow_id: 'b', active: false, live: false });
+    const b = summary({ workflow_id: 'b', active: false, live: false, released: 'deleted' });
     const c = summary({ workflow_id: 'c', live: false });
-    const d = summary({ workflow_id: 'd', active: false, live: false });
+    const d = summary({ workflow_id: 'd', active: false, live: false, released: 'replaced' });
     // (a live workflow is never shown as released, whatever its flag says)
-    const e = summary({ workflow_id: 'e', active: false, live: true });
-    const { current, released } = splitReleased([a, b, c, d, e]);
+    const e = summary({ workflow_id: 'e', active: false, live: true, released: 'deleted' });
+    const f = summary({ workflow_id: 'f', active: false, live: false, released: 'finished' });
+    const { current, released } = splitReleased([a, b, c, d, e, f]);
     assert.deepEqual(
       current.map(w => w.workflow_id),
-      ['a', 'c', 'e']
+      ['a', 'c', 'e', 'f']
     );
     assert.deepEqual(
       released.map(w => w.workflow_id),
       ['b', 'd']
     );
+    assert.equal(releasedTitle(released), 'Released (2): 1 deleted, 1 replaced by a newer workflow; their records stay');
+    assert.equal(releasedTitle([b]), 'Released (1): 1 deleted; their records stay');
   });
 });
 

@@ -16,9 +16,7 @@ from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
 from notebook_bcc.planners.capabilities import parameters_for, problem_of
 from notebook_bcc.server.contents import (
-    api_path,
     folder_of,
-    join_api,
     notebook_api_path,
     relative_to_folder,
 )
@@ -34,6 +32,7 @@ from notebook_bcc.server.models import (
     CreateWorkflowRequest,
 )
 from notebook_bcc.server.planner_specs import PlannerSpecs
+from notebook_bcc.server.request_paths import ROOT, PathBase
 from notebook_bcc.server.restore import (
     kernel_record,
     persisted_options,
@@ -75,9 +74,14 @@ class CreateRoom(ServiceCore):
                 f"planner: {unavailable}",
                 details={"kind": spec.kind, "allowed": list(self.settings.allowed_planners)},
             )
-        planner, planner_files = await self.planners.build(spec)
+        from_notebook = PathBase(folder_of(notebook))
+        planner, planner_files = await self.planners.build(
+            spec,
+            from_notebook if request.planner_paths_relative_to == "notebook" else ROOT,
+            request.planner.model_fields_set if request.planner is not None else frozenset(),
+        )
         try:
-            base = folder_of(notebook) if request.files_relative_to == "notebook" else None
+            base = from_notebook if request.files_relative_to == "notebook" else ROOT
             files = await self._input_files(planner_files, request.files, base=base)
             options = dataclasses.replace(
                 self.settings.engine, **request.options.model_dump(exclude_none=True)
@@ -110,28 +114,34 @@ class CreateRoom(ServiceCore):
         return live.engine.snapshot
 
     async def _input_files(
-        self, declared: list[str], given: list[str], *, base: str | None = None
+        self, declared: list[str], given: list[str], *, base: PathBase = ROOT
     ) -> list[str]:
         """Blueprint files then request files, as checked API paths that exist.
 
-        ``base`` is the API folder request files are relative to (the notebook's folder), or
-        None when they are API paths; either way the result is confined to the root.
+        ``base`` is what request files are relative to (the notebook's folder, or the root
+        for API paths); either way the result is confined to the root. A missing file is a
+        400 naming its field, what was given and where it was looked for.
         """
-        paths = list(declared)
-        for index, raw in enumerate(given):
-            what = f"files[{index}]"
-            if base is None:
-                paths.append(api_path(raw, what=what))
-            else:
-                paths.append(join_api(base, raw.strip(), what=what))
-        missing = []
+        requested = [
+            (f"files[{index}]", raw, base.resolve(raw, what=f"files[{index}]"))
+            for index, raw in enumerate(given)
+        ]
+        paths = [*declared, *(path for _, _, path in requested)]
         for path in paths:
             self.contents.check_inside_root(path, what="files")
-            if not await self.contents.exists(path):
-                missing.append(path)
+        missing = [path for path in dict.fromkeys(paths) if not await self.contents.exists(path)]
         if missing:
+            problems = [
+                f"the blueprint's files: no such file {path!r}"
+                for path in declared
+                if path in missing
+            ]
+            problems += [
+                base.missing(what, raw, path) for what, raw, path in requested if path in missing
+            ]
             raise BadRequestError(
-                f"input file(s) not found: {', '.join(missing)}", details={"missing": missing}
+                "input files not found: " + "; ".join(dict.fromkeys(problems)),
+                details={"field": "files", "missing": missing},
             )
         return list(dict.fromkeys(paths))
 
@@ -149,7 +159,7 @@ class CreateRoom(ServiceCore):
             snap = live.engine.snapshot if live is not None else await store.load(workflow_id)
             if not may_yield_notebook(snap) or (live is not None and live.running):
                 raise NotebookBusyError(notebook, workflow_id)
-            await self._retire(workflow_id)
+            await self._retire(workflow_id, "replaced")
 
     async def _open_engine(
         self,

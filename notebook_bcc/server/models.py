@@ -168,6 +168,14 @@ class CreateWorkflowRequest(WireModel):
         "(relative to the notebook's folder, `..` allowed while the result stays under the "
         "server root; what the panel's start form sends).",
     )
+    planner_paths_relative_to: Literal["root", "notebook"] = Field(
+        default="root",
+        description="How the planner's paths given here (`planner.path` of a blueprint or a "
+        "replay, `planner.templates`) are named: `root` (API paths, the default) or "
+        "`notebook` (relative to the notebook's folder, as `files_relative_to`; what the "
+        "panel's start form sends, so a blueprint and input files typed next to each other "
+        "resolve from the same folder).",
+    )
     parameters: dict[str, Any] = Field(
         default_factory=dict,
         max_length=MAX_PARAMETERS,
@@ -225,6 +233,12 @@ class WorkflowSummary(WireModel):
     reason: str | None = None
     pending: int = Field(description="How many decisions wait for a human.")
     active: bool = Field(description="Holds its notebook (one active workflow per notebook).")
+    released: Literal["finished", "deleted", "replaced"] | None = Field(
+        default=None,
+        description="Why it no longer holds its notebook (null while it does): 'finished' (its "
+        "run completed or was cancelled; the notebook is free for a new workflow), 'deleted' "
+        "(DELETE, the panel's Delete) or 'replaced' (a newer workflow started on its notebook).",
+    )
     live: bool = Field(description="An engine drives it in this server process.")
     running: bool = Field(description="Its run loop is executing right now.")
     recovering: bool = Field(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from notebook_bcc.planners.base import Planner
 from notebook_bcc.planners.registry import REGISTRY
 from notebook_bcc.server.contents import (
     Contents,
-    api_path,
     folder_of,
     join_api,
 )
@@ -38,6 +38,7 @@ from notebook_bcc.server.models import (
     PlannerSpec,
     ReplayPlannerSpec,
 )
+from notebook_bcc.server.request_paths import ROOT, PathBase
 
 log = logging.getLogger(__name__)
 
@@ -116,17 +117,19 @@ class PlannerSpecs:
                 details={"errors": problems},
             ) from None
 
-    async def _template_folder(self, raw: str) -> tuple[str, str]:
+    async def _template_folder(self, raw: str, base: PathBase = ROOT) -> tuple[str, str]:
         """An llm planner's template folder: (API path, OS path), confined to the root.
 
         Each ``.md`` file in it is checked too: a symlink out of the root would send a file
         of the server's into the prompts.
         """
-        folder = api_path(raw, what="planner.templates")
-        self.contents.check_inside_root(folder, what="planner.templates")
+        what = "planner.templates"
+        folder = base.resolve(raw, what=what)
+        self.contents.check_inside_root(folder, what=what)
         if not await self.contents.dir_exists(folder):
             raise BadRequestError(
-                f"planner.templates: no such folder {folder!r}", details={"path": folder}
+                base.missing(what, raw, folder, noun="folder"),
+                details={"field": what, "path": folder},
             )
         os_folder = self.contents.os_path(folder)
         if os_folder is None:
@@ -138,17 +141,27 @@ class PlannerSpecs:
             self.contents.check_inside_root(f"{folder}/{entry.name}", what="planner.templates")
         return folder, os_folder
 
-    async def build(self, spec: PlannerSpec) -> tuple[Planner, list[str]]:
-        """The planner a spec names and the input files it declares (API paths)."""
+    async def build(
+        self, spec: PlannerSpec, base: PathBase = ROOT, given: Set[str] = frozenset()
+    ) -> tuple[Planner, list[str]]:
+        """The planner a spec names and the input files it declares (API paths).
+
+        ``base``: the folder the request's own paths (the fields in ``given``) are relative
+        to; a path from the server's ``default_planner`` is always an API path.
+        """
+
+        def base_of(field: str) -> PathBase:
+            return base if field in given else ROOT
+
         if isinstance(spec, ReplayPlannerSpec):
-            return await self._replay_planner(spec)
+            return await self._replay_planner(spec, base_of("path"))
         if isinstance(spec, HttpPlannerSpec):
             settings: dict[str, Any] = {"url": spec.url, "state_case": spec.state_case or "upper"}
             if spec.timeout:
                 settings["total_timeout"] = spec.timeout
             return REGISTRY.build("http", settings), []
         if isinstance(spec, LlmPlannerSpec):
-            return await self._llm_planner(spec), []
+            return await self._llm_planner(spec, base_of("templates")), []
         if not isinstance(spec, BlueprintPlannerSpec):
             raise PlannerUnavailableError(
                 f"planner kind {spec.kind!r} is not available in this installation "
@@ -157,10 +170,13 @@ class PlannerSpecs:
             )
         from notebook_bcc.server.blueprints import load_blueprint_api
 
-        path = api_path(spec.path, what="planner.path")
+        path = base_of("path").resolve(spec.path, what="planner.path")
         self.contents.check_inside_root(path, what="planner.path")
         if not await self.contents.exists(path):
-            raise BadRequestError(f"planner.path: no such file {path!r}", details={"path": path})
+            raise BadRequestError(
+                base_of("path").missing("planner.path", spec.path, path),
+                details={"field": "planner.path", "path": path},
+            )
         loaded = await load_blueprint_api(self.contents, path)  # size-capped, off the loop
         os_path = self.contents.os_path(path)
         if os_path is not None:
@@ -171,7 +187,7 @@ class PlannerSpecs:
         files = [join_api(folder, name, what=f"{path} files") for name in loaded.blueprint.files]
         return planner, files
 
-    async def _llm_planner(self, spec: LlmPlannerSpec) -> Planner:
+    async def _llm_planner(self, spec: LlmPlannerSpec, base: PathBase = ROOT) -> Planner:
         """An llm planner; its template folder confined to the root, its key variable set."""
         from notebook_bcc.planners.llm import LlmSettings, LlmSettingsError
         from notebook_bcc.planners.llm.errors import TemplateError
@@ -198,7 +214,7 @@ class PlannerSpecs:
         options.update(base_url=spec.base_url, model=spec.model)
         templates: tuple[str, str] | None = None
         if spec.templates is not None:
-            templates = await self._template_folder(spec.templates)
+            templates = await self._template_folder(spec.templates, base)
             options["templates"] = templates[1]
         try:
             api_key(LlmSettings.from_json(options))  # a named variable missing here: 400 now
@@ -209,8 +225,11 @@ class PlannerSpecs:
                 message = message.replace(templates[1], templates[0])
             raise BadRequestError(f"planner: {message}", details={"kind": "llm"}) from None
 
-    async def _replay_planner(self, spec: ReplayPlannerSpec) -> tuple[Planner, list[str]]:
+    async def _replay_planner(
+        self, spec: ReplayPlannerSpec, base: PathBase = ROOT
+    ) -> tuple[Planner, list[str]]:
         """A recorded transcript folder under the root, played back with its inputs."""
         from notebook_bcc.server.transcripts import open_replay_api
 
-        return await open_replay_api(self.contents, spec.path)  # every path confined, off-loop
+        folder = base.resolve(spec.path, what="planner.path")
+        return await open_replay_api(self.contents, folder)  # every path confined, off-loop

@@ -85,9 +85,9 @@ class QueryRoom(ServiceCore):
 
         live_ids = set(self._live)
 
-        def read(s: Any) -> tuple[list[tuple[str, WorkflowSnapshot | None]], set[str]]:
+        def read(s: Any) -> tuple[list[tuple[str, WorkflowSnapshot | None]], dict[str, str]]:
             ids = s.workflow_ids(notebook_path=path)
-            active = set(s.workflow_ids(notebook_path=path, active=True))
+            released: dict[str, str] = s.released(notebook_path=path)
             found: list[tuple[str, WorkflowSnapshot | None]] = []
             for workflow_id in ids:
                 if workflow_id in live_ids:  # its engine's snapshot is the current one
@@ -97,9 +97,9 @@ class QueryRoom(ServiceCore):
                     found.append((workflow_id, s.load(workflow_id)))
                 except CorruptSnapshotError as exc:  # one damaged row does not hide the others
                     log.warning("notebook-bcc: workflow list: %s", exc.message)
-            return found, active
+            return found, released
 
-        found, active = await store.call(read)
+        found, released = await store.call(read)
         rows = []
         for workflow_id, stored in found:
             live = self._live.get(workflow_id)
@@ -118,7 +118,8 @@ class QueryRoom(ServiceCore):
                     run_status=snap.run.status,
                     reason=snap.run.reason,
                     pending=len(snap.run.pending),
-                    active=snap.workflow_id in active,
+                    active=workflow_id not in released,
+                    released=released.get(workflow_id),
                     live=live is not None,
                     running=live is not None and live.running,
                     recovering=live is None and workflow_id in self._recovering,

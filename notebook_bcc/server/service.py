@@ -157,10 +157,10 @@ class WorkflowService(RecoveryRoom, CreateRoom, QueryRoom):
         """
         await self._recovered(workflow_id)
         if workflow_id in self._live:
-            return await self._retire(workflow_id)
+            return await self._retire(workflow_id, "deleted")
         store = await self.start()
         snapshot = await store.load(workflow_id)
-        await store.call(lambda s: s.deactivate(workflow_id))
+        await store.call(lambda s: s.deactivate(workflow_id, "deleted"))
         return snapshot
 
 

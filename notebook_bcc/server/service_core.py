@@ -48,6 +48,7 @@ from notebook_bcc.server.store_place import claim_store
 from notebook_bcc.server.stream import WorkflowHub
 from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.async_store import AsyncStore
+from notebook_bcc.store.sqlite import ReleaseReason
 
 log = logging.getLogger(__name__)
 
@@ -223,13 +224,14 @@ class ServiceCore:
             if self._closing or engine.stopped():
                 return
 
-    async def _retire(self, workflow_id: str) -> WorkflowSnapshot:
-        """Stop a live workflow's loop, close its channels, deactivate it, end its feeds."""
+    async def _retire(self, workflow_id: str, reason: ReleaseReason) -> WorkflowSnapshot:
+        """Stop a live workflow's loop, close its channels, deactivate it (``reason``: deleted,
+        or replaced by a new workflow on its notebook), end its feeds."""
         live = self._live.pop(workflow_id, None)
         self.snapshot_texts.forget(workflow_id)
         store = await self.start()
         if live is None:
-            await store.call(lambda s: s.deactivate(workflow_id))
+            await store.call(lambda s: s.deactivate(workflow_id, reason))
             return await store.load(workflow_id)
         task = live.task
         if task is not None and not task.done():
@@ -251,7 +253,7 @@ class ServiceCore:
             with suppress(TimeoutError):
                 await asyncio.wait_for(_lock_free(live), self.settings.stop_timeout / 2)
         await self._close_live(live)
-        await store.call(lambda s: s.deactivate(workflow_id))
+        await store.call(lambda s: s.deactivate(workflow_id, reason))
         snapshot = live.engine.snapshot
         live.hub.close_all(snapshot)
         return snapshot

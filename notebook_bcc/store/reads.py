@@ -53,6 +53,16 @@ class StoreReads:
 
     _db: sqlite3.Connection
 
+    def released(self, *, notebook_path: str | None = None) -> dict[str, str]:
+        """Why each inactive workflow released its notebook: ``finished``, ``deleted`` or
+        ``replaced`` (see ``workflows.released``), by workflow id; optionally of one notebook."""
+        query = "SELECT workflow_id, released FROM workflows WHERE active = 0"
+        params: list[Any] = []
+        if notebook_path is not None:
+            query += " AND notebook_path = ?"
+            params.append(notebook_path)
+        return {str(row[0]): str(row[1] or "finished") for row in self._db.execute(query, params)}
+
     def history(self, workflow_id: str) -> list[HistoryEntry]:
         """The full FSM history of a workflow, in order."""
         rows = self._db.execute(

@@ -161,6 +161,23 @@ MIGRATIONS: tuple[str, ...] = (
     """
     SELECT 1;
     """,
+    # 7: why an inactive workflow no longer holds its notebook (``workflows.released``):
+    # 'finished' (its run completed or was cancelled), 'deleted' (DELETE, the panel's Delete)
+    # or 'replaced' (a newer workflow started on its notebook); NULL while it holds it. Rows
+    # released before are classified from what the table shows: a newer workflow on the same
+    # notebook replaced it, else a finished run finished, else it was deleted.
+    """
+    ALTER TABLE workflows ADD COLUMN released TEXT;
+    UPDATE workflows SET released = CASE
+        WHEN EXISTS (
+            SELECT 1 FROM workflows AS newer
+            WHERE newer.notebook_path = workflows.notebook_path
+              AND newer.created_at > workflows.created_at
+        ) THEN 'replaced'
+        WHEN run_status IN ('completed', 'cancelled') THEN 'finished'
+        ELSE 'deleted' END
+    WHERE active = 0;
+    """,
 )
 """Schema migrations in order; the database's ``PRAGMA user_version`` counts those applied."""
 

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -43,12 +43,15 @@ GENESIS = anchor.GENESIS
 INACTIVE_STATUSES = frozenset({"completed", "cancelled"})
 """Run statuses after which a notebook may host a new workflow."""
 
+ReleaseReason = Literal["finished", "deleted", "replaced"]
+"""Why an inactive workflow no longer holds its notebook (``workflows.released``)."""
+
 _SOURCES_CHARS = SOURCES_KEPT * (DIGEST_CHARS + 1) - 1
 """The length of a full ``cells.sources`` column: the last SOURCES_KEPT digests, comma separated."""
 
 T = TypeVar("T")
 
-__all__ = ["CellRow", "Commit", "CommitResult", "EventDraft", "SqliteStore"]
+__all__ = ["CellRow", "Commit", "CommitResult", "EventDraft", "ReleaseReason", "SqliteStore"]
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,12 @@ class SqliteStore(StoreInbox, StoreReads):
                 ).fetchone()
                 if row is not None:
                     raise NotebookBusyError(snapshot.notebook_path, row[0])
+                # the notebook's finished workflows are now replaced by this one
+                self._db.execute(
+                    "UPDATE workflows SET released = 'replaced'"
+                    " WHERE notebook_path = ? AND active = 0 AND released = 'finished'",
+                    (snapshot.notebook_path,),
+                )
             now = utc_now_iso()
             self._db.execute(
                 "INSERT INTO workflows (workflow_id, run_id, notebook_path, version, fsm_state,"
@@ -338,11 +347,18 @@ class SqliteStore(StoreInbox, StoreReads):
         query += " ORDER BY created_at, workflow_id"
         return [r[0] for r in self._db.execute(query, params)]
 
-    def deactivate(self, workflow_id: str) -> None:
-        """Release the workflow's notebook so that a new workflow may start on it."""
+    def deactivate(self, workflow_id: str, reason: ReleaseReason = "replaced") -> None:
+        """Release the workflow's notebook so that a new workflow may start on it.
+
+        ``reason`` is recorded (``released``): ``replaced`` (the default: a new run takes the
+        notebook) or ``deleted``; a workflow already deleted or replaced keeps its reason.
+        """
         self._write(
             lambda: self._db.execute(
-                "UPDATE workflows SET active = 0 WHERE workflow_id = ?", (workflow_id,)
+                "UPDATE workflows SET active = 0, released = CASE"
+                " WHEN active = 0 AND released IN ('deleted', 'replaced') THEN released"
+                " ELSE ? END WHERE workflow_id = ?",
+                (reason, workflow_id),
             )
         )
 
@@ -404,13 +420,16 @@ class SqliteStore(StoreInbox, StoreReads):
         now = utc_now_iso()
         cursor = self._db.execute(
             "UPDATE workflows SET snapshot = '', version = ?, run_id = ?, fsm_state = ?,"
-            " run_status = ?, active = ?, updated_at = ? WHERE workflow_id = ? AND version = ?",
+            " run_status = ?, active = ?, released = CASE WHEN ? THEN"
+            " COALESCE(released, 'finished') END, updated_at = ?"
+            " WHERE workflow_id = ? AND version = ?",
             (
                 new_version,
                 snap.run_id,
                 snap.fsm.state.value,
                 snap.run.status,
                 0 if snap.run.status in INACTIVE_STATUSES else 1,
+                snap.run.status in INACTIVE_STATUSES,
                 now,
                 wf,
                 change.expected_version,

@@ -122,9 +122,9 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
         if option.is_disabled():
             assert option.get_attribute("title"), "an unavailable planner says why"
     kind.select_option("blueprint")
-    tid(form, "bcc-start-blueprint").fill("housing/workflow.yaml")
+    # the blueprint and the input files are named from the notebook's folder (actions/)
+    tid(form, "bcc-start-blueprint").fill("../housing/workflow.yaml")
     tid(form, "bcc-start-problem").fill(HOUSING_PROBLEM)
-    # input files are named from the notebook's folder (actions/)
     tid(form, "bcc-start-files").fill("../housing/data/housing.csv")
     assert_panel_layout(page)
     shots(page, "11-1-start-form")
@@ -603,7 +603,7 @@ def test_a_workflow_started_after_the_kernel_was_shut_down_runs_on_the_notebooks
     tid(panel, "bcc-start").click()
     form = tid(panel, "bcc-start-form")
     tid(form, "bcc-start-kind").select_option("blueprint")
-    tid(form, "bcc-start-blueprint").fill("blueprints/slow_for_cancel.yaml")
+    tid(form, "bcc-start-blueprint").fill("/blueprints/slow_for_cancel.yaml")  # from the root
     tid(form, "bcc-start-problem").fill("Run on the notebook's kernel")
     tid(form, "bcc-start-submit").click()
     badge = tid(panel, "bcc-badge")

@@ -186,7 +186,11 @@ def test_the_blueprint_beside_the_notebook_is_preselected(journey: Journey) -> N
     tid(panel, "bcc-start").click()
     form = tid(panel, "bcc-start-form")
     expect(form).to_be_visible()
-    expect(tid(form, "bcc-start-blueprint")).to_have_value(f"{PROJECT}/workflow.yaml")
+    # named as every path of the form: from the notebook's folder, which the hints say
+    expect(tid(form, "bcc-start-blueprint")).to_have_value("workflow.yaml")
+    hint = f"Relative to the notebook's folder ({PROJECT}/); start with / to name a path"
+    expect(tid(form, "bcc-start-blueprint-hint")).to_contain_text(hint)
+    expect(tid(form, "bcc-start-files-hint")).to_contain_text(hint)
     expect(tid(form, "bcc-start-error")).to_have_count(0)
     assert_panel_layout(journey.page)
     shot(journey.page, "20-4-start-form-preselected")
@@ -202,8 +206,8 @@ def test_browse_opens_in_the_notebook_folder_and_lists_yaml_only(journey: Journe
     dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
     expect(dialog).to_have_count(0)
     form = tid(journey.panel, "bcc-start-form")
-    expect(tid(form, "bcc-start-blueprint")).to_have_value(f"{PROJECT}/other.yml")
-    tid(form, "bcc-start-blueprint").fill(f"{PROJECT}/workflow.yaml")
+    expect(tid(form, "bcc-start-blueprint")).to_have_value("other.yml")
+    tid(form, "bcc-start-blueprint").fill("workflow.yaml")
 
 
 def test_an_error_clears_as_soon_as_the_field_is_fixed(journey: Journey) -> None:
@@ -212,10 +216,40 @@ def test_an_error_clears_as_soon_as_the_field_is_fixed(journey: Journey) -> None
     blueprint.fill("")
     tid(form, "bcc-start-submit").click()
     expect(tid(form, "bcc-start-error")).to_have_text("Blueprint is required.")
-    blueprint.fill(f"{PROJECT}/workflow.txt")
+    blueprint.fill("workflow.txt")
     expect(tid(form, "bcc-start-error")).to_contain_text("is not a .yaml file")
-    blueprint.fill(f"{PROJECT}/workflow.yaml")
+    blueprint.fill("workflow.yaml")
     expect(tid(form, "bcc-start-error")).to_have_count(0)
+
+
+def test_a_path_not_found_is_named_by_its_field_and_where_it_was_looked_for(
+    journey: Journey,
+) -> None:
+    """The blueprint and the input files are typed from the same folder, the notebook's:
+    a missing one is refused naming the box, what was typed and the path looked for."""
+    form = tid(journey.panel, "bcc-start-form")
+    blueprint = tid(form, "bcc-start-blueprint")
+    error = tid(form, "bcc-start-error")
+    blueprint.fill("missing.yaml")
+    tid(form, "bcc-start-submit").click()
+    expect(error).to_have_text(
+        f"Blueprint: no such file 'missing.yaml' (looked for '{PROJECT}/missing.yaml'); "
+        f"paths here are relative to the notebook's folder '{PROJECT}'",
+        timeout=UI_MS,
+    )
+    shot(journey.page, "item2-blueprint-not-found")
+    blueprint.fill("workflow.yaml")  # beside the notebook, as data/in.csv is
+    tid(form, "bcc-start-files").fill("data/none.csv")
+    tid(form, "bcc-start-submit").click()
+    expect(error).to_have_text(
+        f"Input files: no such file 'data/none.csv' (looked for '{PROJECT}/data/none.csv'); "
+        f"paths here are relative to the notebook's folder '{PROJECT}'",
+        timeout=UI_MS,
+    )
+    assert journey.lab.workflows(journey.notebook) == [], "nothing started"
+    assert_panel_layout(journey.page)
+    shot(journey.page, "item2-input-file-not-found")
+    tid(form, "bcc-start-files").fill("")
 
 
 def test_an_input_file_relative_to_the_notebook_is_accepted(journey: Journey) -> None:
@@ -409,7 +443,7 @@ def test_new_workflow_remembers_the_last_values(journey: Journey) -> None:
     expect(start).to_be_visible(timeout=PROGRESS_MS)
     start.click()
     form = tid(panel, "bcc-start-form")
-    expect(tid(form, "bcc-start-blueprint")).to_have_value(f"{PROJECT}/workflow.yaml")
+    expect(tid(form, "bcc-start-blueprint")).to_have_value("workflow.yaml")
     expect(tid(form, "bcc-start-problem")).to_have_value(PROBLEM)
     expect(tid(form, "bcc-start-files")).to_have_value("data/in.csv")
     shot(page, "20-4-new-workflow-remembered")

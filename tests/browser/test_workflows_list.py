@@ -27,7 +27,7 @@ from tests.browser.conftest import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from playwright.sync_api import Locator
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -90,14 +90,14 @@ def test_a_stuck_run_is_cancelled_from_the_workflows_list(lab: Lab, pages: Pages
     expect(dialog).to_contain_text("Delete this workflow?")
     dialog.locator(".jp-mod-accept").click()
     released = tid(listed, "bcc-workflows-released")
-    expect(released).to_contain_text("Released (1)", timeout=UI_MS)
+    expect(released).to_contain_text("Released (1): 1 deleted", timeout=UI_MS)
     current = listed.locator(f'.jp-NotebookBcc-workflowsList > [data-workflow-id="{workflow_id}"]')
     expect(current).to_have_count(0)
     moved = released.locator(f'[data-workflow-id="{workflow_id}"]')
     expect(moved).not_to_be_visible()  # the group starts closed
     released.locator("summary").click()
     expect(moved).to_be_visible()
-    expect(moved).to_contain_text("released its notebook")
+    expect(moved).to_contain_text("deleted from this list; its record stays")
     expect(tid(moved, "bcc-workflow-delete")).to_be_disabled()
     # it stays open across the list's own refreshes (every 3 s)
     listing = "/notebook-bcc/api/workflows"
@@ -183,3 +183,73 @@ def test_cancel_from_the_list_wins_against_a_workflow_that_keeps_committing(
     expect(tid(panel, "bcc-notice").filter(has_text="Could not cancel")).to_have_count(0)
     assert refused[:1] == [409], f"the first cancel was not stale: {refused}"
     assert refused[-1] == 200, refused
+
+
+def test_a_finished_run_stays_listed_as_finished_not_as_released_by_deletion(
+    lab: Lab, pages: Pages
+) -> None:
+    """Runs that completed in an earlier server are no longer running here and hold no
+    notebook, yet nobody deleted them: they stay in the list, "Completed", their notebook free
+    for a new workflow. Only a deleted workflow, or one a newer workflow on its notebook
+    replaced, goes into the Released group, each saying which of the two happened to it."""
+    quick = lab.copy_fixture_blueprint("quick.yaml")
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(STUCK, lab.root / "blueprints" / "stuck.yaml")
+    for notebook in ("why/done.ipynb", "why/twice.ipynb", "why/gone.ipynb"):
+        lab.create_notebook(notebook)
+    done = lab.start_workflow("why/done.ipynb", quick)["workflow_id"]
+    lab.wait_snapshot(done, lambda s: s["run"]["status"] == "completed", "the run's end")
+    older = lab.start_workflow("why/twice.ipynb", quick)["workflow_id"]
+    lab.wait_snapshot(older, lambda s: s["run"]["status"] == "completed", "the run's end")
+    newer = lab.start_workflow("why/twice.ipynb", quick)["workflow_id"]
+    lab.wait_snapshot(newer, lambda s: s["run"]["status"] == "completed", "the run's end")
+    gone = lab.start_workflow("why/gone.ipynb", "blueprints/stuck.yaml")["workflow_id"]
+    lab.api("DELETE", f"workflows/{gone}")
+    # the user stops Lab and starts it again: no engine drives any of them any more
+    lab.stop()
+    lab.start()
+    lab.wait_ready()
+
+    page = pages.new()
+    open_lab(page, lab)
+    panel = open_panel(page)
+    listed = tid(panel, "bcc-workflows")
+    listed.locator("summary").first.click()
+
+    def current(workflow_id: str) -> Locator:
+        return listed.locator(f'.jp-NotebookBcc-workflowsList > [data-workflow-id="{workflow_id}"]')
+
+    for workflow_id in (done, newer):
+        row = current(workflow_id)
+        expect(row).to_be_visible(timeout=UI_MS)
+        expect(row).to_contain_text("Completed")
+        expect(row).to_contain_text("finished; its notebook is free for a new workflow")
+        expect(row).not_to_contain_text("released")
+        expect(row).not_to_contain_text("deleted")
+        expect(tid(row, "bcc-workflow-delete")).to_be_enabled()
+    released = tid(listed, "bcc-workflows-released")
+    expect(released.locator("summary")).to_contain_text(
+        re.compile(r"Released \(\d+\): \d+ deleted, 1 replaced by a newer workflow")
+    )
+    released.locator("summary").click()
+    expect(released.locator(f'[data-workflow-id="{older}"]')).to_contain_text(
+        "replaced by a newer workflow on its notebook"
+    )
+    expect(released.locator(f'[data-workflow-id="{gone}"]')).to_contain_text(
+        "deleted from this list; its record stays"
+    )
+    for workflow_id in (done, newer):
+        expect(released.locator(f'[data-workflow-id="{workflow_id}"]')).to_have_count(0)
+    assert_panel_layout(page)
+    shot(page, "item1-finished-not-released")
+
+    # deleting the finished run is what moves it into Released, as deleted
+    tid(current(done), "bcc-workflow-delete").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Delete this workflow?")
+    dialog.locator(".jp-mod-accept").click()
+    expect(current(done)).to_have_count(0, timeout=UI_MS)
+    moved = released.locator(f'[data-workflow-id="{done}"]')
+    expect(moved).to_contain_text("deleted from this list; its record stays")
+    expect(moved).to_contain_text("Completed")
+    shot(page, "item1-finished-then-deleted")

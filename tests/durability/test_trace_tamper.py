@@ -228,8 +228,8 @@ def test_an_unreadable_anchor_is_exit_2(state_db: Path, capsys: Capsys, tmp_path
 
 def _downgrade(state_db: Path) -> None:
     """Make the database what schema 2 wrote: each snapshot whole in ``workflows.snapshot``,
-    no cell source digests (schema 5), no snapshot parts (schema 4), no chain heads or
-    contract/cell logs (schema 3)."""
+    no release reasons (schema 7), no cell source digests (schema 5), no snapshot parts
+    (schema 4), no chain heads or contract/cell logs (schema 3)."""
     with contextlib.closing(SqliteStore(state_db)) as store:
         whole = {i: store.load(i).model_dump_json(by_alias=True) for i in store.workflow_ids()}
     with contextlib.closing(sqlite3.connect(state_db)) as db:
@@ -246,6 +246,7 @@ def _downgrade(state_db: Path) -> None:
         "DROP TABLE contract_log",
         "DROP TABLE cell_log",
         "ALTER TABLE cells DROP COLUMN sources",
+        "ALTER TABLE workflows DROP COLUMN released",
         "PRAGMA user_version = 2",
     )
 

@@ -5,6 +5,7 @@ errors naming API paths only; the default stays ``root`` (API paths)."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ async def test_the_default_is_still_api_paths(api: Api, project: Path) -> None:
     del body["files_relative_to"]
     code, answer = await api.call("POST", "workflows", body=body)
     assert code == 400, answer
-    assert answer["details"] == {"missing": ["data/train.csv"]}
+    assert answer["details"] == {"field": "files", "missing": ["data/train.csv"]}
 
 
 async def test_a_missing_relative_file_is_named_by_its_api_path(
@@ -59,7 +60,11 @@ async def test_a_missing_relative_file_is_named_by_its_api_path(
 ) -> None:
     code, answer = await api.call("POST", "workflows", body=_body(["data/none.csv"]))
     assert code == 400, answer
-    assert answer["details"] == {"missing": ["proj/nb/data/none.csv"]}
+    assert answer["details"] == {"field": "files", "missing": ["proj/nb/data/none.csv"]}
+    assert answer["message"] == (
+        "input files not found: files[0]: no such file 'data/none.csv' (looked for "
+        "'proj/nb/data/none.csv'); paths here are relative to the notebook's folder 'proj/nb'"
+    )
     assert str(root) not in answer["message"]
     assert not (project / "a.ipynb").exists()
 
@@ -94,3 +99,55 @@ async def test_an_unknown_base_is_400(api: Api, project: Path) -> None:
     )
     assert code == 400, answer
     assert "/files_relative_to" in answer["message"]
+
+
+async def test_a_blueprint_and_input_files_typed_side_by_side_resolve_from_one_folder(
+    api: Api, project: Path, root: Path
+) -> None:
+    """The start form names every path from the notebook's folder: a blueprint beside the
+    notebook is ``workflow.yaml``, as its data is ``data/train.csv``."""
+    shutil.copy(root / "blueprints" / "quick.yaml", project / "workflow.yaml")
+    (root / "workflow.yaml").write_text("not: a blueprint\n")  # the root's must not be read
+    body = _body(
+        ["data/train.csv"],
+        planner={"kind": "blueprint", "path": "workflow.yaml"},
+        planner_paths_relative_to="notebook",
+    )
+    code, snapshot = await api.call("POST", "workflows", body=body)
+    assert code == 201, snapshot
+    assert snapshot["files"] == ["data/train.csv"]
+    # the blueprint beside the notebook was loaded, not the root's workflow.yaml
+    assert snapshot["planner"]["settings"]["path"] == str(project / "workflow.yaml")
+    await api.wait_status(snapshot["workflow_id"], "completed", "failed")
+
+
+async def test_a_missing_blueprint_names_the_field_what_was_typed_and_where_it_looked(
+    api: Api, project: Path, root: Path
+) -> None:
+    body = _body(
+        [],
+        planner={"kind": "blueprint", "path": "../nope.yaml"},
+        planner_paths_relative_to="notebook",
+    )
+    code, answer = await api.call("POST", "workflows", body=body)
+    assert code == 400, answer
+    assert answer["message"] == (
+        "planner.path: no such file '../nope.yaml' (looked for 'proj/nope.yaml'); paths here "
+        "are relative to the notebook's folder 'proj/nb'"
+    )
+    assert answer["details"] == {"field": "planner.path", "path": "proj/nope.yaml"}
+    assert str(root) not in answer["message"]
+    assert not (project / "a.ipynb").exists()
+
+
+async def test_a_relative_blueprint_path_still_may_not_leave_the_root(
+    api: Api, project: Path
+) -> None:
+    body = _body(
+        [],
+        planner={"kind": "blueprint", "path": "../../../quick.yaml"},
+        planner_paths_relative_to="notebook",
+    )
+    code, answer = await api.call("POST", "workflows", body=body)
+    assert code == 400, answer
+    assert answer["code"] == "bad_path", answer

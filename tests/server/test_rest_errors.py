@@ -134,7 +134,7 @@ async def test_a_missing_or_invalid_blueprint_is_400(api: Api, root: Path) -> No
 async def test_missing_input_files_are_400(api: Api, root: Path) -> None:
     code, body = await _refused(api, body=_body(files=["data/none.csv", "blueprints/quick.yaml"]))
     assert code == 400
-    assert body["details"] == {"missing": ["data/none.csv"]}
+    assert body["details"] == {"field": "files", "missing": ["data/none.csv"]}
 
 
 async def test_unknown_workflows_are_404(api: Api, root: Path) -> None:

@@ -201,6 +201,7 @@ def test_openapi_names_every_route_and_every_schema_it_uses() -> None:
         "problem",
         "files",
         "files_relative_to",
+        "planner_paths_relative_to",
         "parameters",
         "options",
         "fresh_kernel",

@@ -382,3 +382,40 @@ async def test_a_damaged_stored_snapshot_is_503_naming_where_and_the_list_goes_o
     rows = (await api.ok("GET", "workflows"))["workflows"]
     assert [row["workflow_id"] for row in rows] == [second], "the damaged one alone is left out"
     assert (await api.snapshot(second))["run"]["status"] == "completed"
+
+
+async def test_the_list_says_why_each_workflow_no_longer_holds_its_notebook(
+    api: Api, root: Path
+) -> None:
+    """A run that completed finished (it was neither deleted nor replaced); a deleted one says
+    deleted; a finished one a newer workflow started on its notebook after says replaced."""
+    done = await api.start("why/done.ipynb", "blueprints/quick.yaml")
+    await api.wait_status(done["workflow_id"], "completed")
+    gone = await api.start("why/gone.ipynb", "blueprints/slow.yaml")
+    await api.ok("DELETE", "workflows", gone["workflow_id"])
+    older = await api.start("why/twice.ipynb", "blueprints/quick.yaml")
+    await api.wait_status(older["workflow_id"], "completed")
+    newer = await api.start("why/twice.ipynb", "blueprints/quick.yaml")
+    await api.wait_status(newer["workflow_id"], "completed")
+
+    rows = {r["workflow_id"]: r for r in (await api.ok("GET", "workflows"))["workflows"]}
+    why = {wid: (r["active"], r["released"]) for wid, r in rows.items()}
+    assert why == {
+        done["workflow_id"]: (False, "finished"),
+        gone["workflow_id"]: (False, "deleted"),
+        older["workflow_id"]: (False, "replaced"),
+        newer["workflow_id"]: (False, "finished"),
+    }
+    # a finished workflow deleted from the list says deleted from then on
+    await api.ok("DELETE", "workflows", done["workflow_id"])
+    (row,) = (await api.ok("GET", "workflows", params={"notebook_path": "why/done.ipynb"}))[
+        "workflows"
+    ]
+    assert (row["active"], row["live"], row["released"]) == (False, False, "deleted")
+    # a running workflow holds its notebook: nothing released
+    running = await api.start("why/running.ipynb", "blueprints/slow.yaml")
+    (row,) = (await api.ok("GET", "workflows", params={"notebook_path": "why/running.ipynb"}))[
+        "workflows"
+    ]
+    assert (row["active"], row["released"]) == (True, None)
+    await api.ok("DELETE", "workflows", running["workflow_id"])

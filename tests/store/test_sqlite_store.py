@@ -422,3 +422,46 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
     store.finish_command(command, "applied")
     assert store.open_commands("wf-old") == []
     store.close()
+
+
+def test_a_version_6_database_learns_why_its_inactive_workflows_released_their_notebook(
+    tmp_path: Path,
+) -> None:
+    """Schema 7 records ``released``; rows released before it are classified: a newer
+    workflow on the same notebook replaced it, else a finished run finished, else deleted."""
+    path = tmp_path / "six.sqlite"
+    SqliteStore(path).close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("ALTER TABLE workflows DROP COLUMN released")
+    raw.execute("PRAGMA user_version = 6")
+    rows = [
+        ("wf-a", "a.ipynb", "completed", 0, "1"),  # finished, then replaced by wf-b
+        ("wf-b", "a.ipynb", "completed", 0, "2"),  # finished
+        ("wf-c", "c.ipynb", "interrupted", 0, "3"),  # released while unfinished: deleted
+        ("wf-d", "d.ipynb", "running", 1, "4"),  # holds its notebook
+    ]
+    for wid, notebook, status, active, created in rows:
+        raw.execute(
+            "INSERT INTO workflows (workflow_id, run_id, notebook_path, version, fsm_state,"
+            " run_status, active, snapshot, created_at, updated_at)"
+            " VALUES (?, 'r', ?, 0, 'idle', ?, ?, '', ?, ?)",
+            (wid, notebook, status, active, created, created),
+        )
+    raw.close()
+    store = SqliteStore(path)
+    assert store.schema_version == SCHEMA_VERSION
+    assert store.released() == {"wf-a": "replaced", "wf-b": "finished", "wf-c": "deleted"}
+    store.close()
+
+
+def test_released_says_finished_deleted_or_replaced(store: SqliteStore) -> None:
+    snap = fresh(store, "wf-1", "nb.ipynb")
+    done = snap.model_copy(update={"run": snap.run.model_copy(update={"status": "completed"})})
+    store.commit(Commit(snapshot=done, expected_version=snap.version))
+    assert store.released() == {"wf-1": "finished"}
+    fresh(store, "wf-2", "nb.ipynb")  # a new workflow on its notebook
+    assert store.released() == {"wf-1": "replaced"}
+    store.deactivate("wf-2", "deleted")
+    store.deactivate("wf-2", "replaced")  # a second release keeps the first reason
+    assert store.released() == {"wf-1": "replaced", "wf-2": "deleted"}
+    assert store.released(notebook_path="other.ipynb") == {}
