@@ -81,6 +81,24 @@ def test_bad_llm_flags_exit_2_with_a_clear_message(
     assert message in capsys.readouterr().err
 
 
+def test_one_template_file_given_for_the_folder_is_told_apart_from_a_missing_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user who copied one shipped template passes that file: it exists, so "the templates
+    folder does not exist" sent them looking for a typo; the message names its folder."""
+    copied = tmp_path / "prompts" / "stage-planner.md"
+    copied.parent.mkdir()
+    copied.write_text("<!-- section: system -->\nx\n", encoding="utf-8")
+    notebook = tmp_path / "nb.ipynb"
+    argv = ["run", *LLM, "--problem", "p", "--llm-templates", str(copied), "--notebook"]
+    assert main([*argv, str(notebook)]) == 2
+    err = capsys.readouterr().err
+    assert f"{copied}: a file, not a folder of templates" in err
+    assert f"(this file's folder is {copied.parent})" in err
+    assert "does not exist" not in err
+    assert not notebook.exists()
+
+
 def test_a_bad_template_folder_exits_2_naming_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -228,6 +228,13 @@ def load_templates(override: str | Path | None = None) -> PromptSet:
     replaced: dict[str, Path] = {}
     if override is not None:
         folder = Path(override)
+        if folder.is_file():
+            # a user who copied one shipped template names that file: the folder is meant
+            raise TemplateError(
+                f"{folder}: a file, not a folder of templates; name the folder that holds the "
+                f"<agent-id>.md and feedback.md files (this file's folder is {folder.parent})",
+                details={"file": str(folder), "folder": str(folder.parent)},
+            )
         if not folder.is_dir():
             raise TemplateError(
                 f"{folder}: the templates folder does not exist", details={"file": str(folder)}
