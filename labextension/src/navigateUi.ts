@@ -13,7 +13,7 @@ import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { h } from './dom';
 import { badgeText, cellMark, followIndex, matchingCells, ofWorkflow, type CellMark, type NavTarget } from './navigate';
-import { formatDuration, nodeTimes, timeKey } from './timing';
+import { formatDuration, nodeTimes, timeKey, visitTimeKey } from './timing';
 import type { WorkflowSnapshot } from './types';
 
 const BADGE = 'jp-NotebookBcc-cellBadge';
@@ -185,7 +185,13 @@ export class NotebookNavigator {
         continue;
       }
       const where = treeTarget(item);
-      const time = where.stage ? times.get(timeKey(where.stage, where.step, where.behavior)) : undefined;
+      // a stage listed once per visit shows each visit's own time (its steps and behaviors
+      // too); a node without a visit (a remaining stage) has none yet anyway
+      const time = !where.stage
+        ? undefined
+        : where.visit
+          ? times.get(visitTimeKey(where.visit, where.stage, where.step, where.behavior))
+          : times.get(timeKey(where.stage, where.step, where.behavior));
       let span = label.querySelector<HTMLElement>(':scope > .jp-NotebookBcc-nodeTime');
       if (!time) {
         span?.remove();

@@ -7,7 +7,8 @@
  * One pass of a node (a stage visit, a behavior iteration) lasts from its first cell's
  * creation to its last cell's end (``now`` while a cell of it runs), less the time its cells
  * waited for a human (``waited_s``: an irreversible action's confirmation); a node's time is
- * the sum of its passes. Pure, unit-tested.
+ * the sum of its passes, over all its stage's visits (:func:`timeKey`) and within one visit
+ * (:func:`visitTimeKey`). Pure, unit-tested.
  */
 import type { CellMark } from './navigate';
 
@@ -18,9 +19,21 @@ export interface NodeTime {
   running: boolean;
 }
 
-/** Map keys: ``stage``, ``stage/step``, ``stage/step/behavior``. */
+/** Map keys: ``stage``, ``stage/step``, ``stage/step/behavior``: a node over all its stage's
+ *  visits. */
 export function timeKey(stage: string, step?: string | null, behavior?: string | null): string {
   return [stage, step, behavior].filter(part => part).join('/');
+}
+
+/** Map keys of a node within one visit of its stage (``stage/step@2``): a re-entered stage is
+ *  listed once per visit in the plan, each with that visit's time. */
+export function visitTimeKey(
+  visit: number,
+  stage: string,
+  step?: string | null,
+  behavior?: string | null
+): string {
+  return `${timeKey(stage, step, behavior)}@${visit}`;
 }
 
 function ms(iso: string | null): number | null {
@@ -41,10 +54,10 @@ interface Pass {
 
 /** Seconds per stage, step and behavior key (see :func:`timeKey`); ``now`` in epoch ms. */
 export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, NodeTime> {
-  // pass key -> node key, span
-  const passes = new Map<string, { node: string; pass: Pass }>();
+  // pass key -> the node keys it counts for (over all visits, and in its visit), span
+  const passes = new Map<string, { nodes: string[]; pass: Pass }>();
   const add = (
-    node: string,
+    nodes: string[],
     passKey: string,
     start: number,
     end: number,
@@ -53,7 +66,7 @@ export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, 
   ): void => {
     const known = passes.get(passKey);
     if (!known) {
-      passes.set(passKey, { node, pass: { start, end, running, waited } });
+      passes.set(passKey, { nodes, pass: { start, end, running, waited } });
       return;
     }
     known.pass.start = Math.min(known.pass.start, start);
@@ -76,14 +89,19 @@ export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, 
     const start = Math.min(...starts);
     const end = running ? Math.max(now, start) : Math.max(start, ...[ended, created].filter((v): v is number => v !== null));
     const waited = Math.max(0, (mark.waitedS ?? 0) * 1000);
-    const visit = `#${mark.visit ?? 1}`;
+    const number = mark.visit ?? 1;
+    const visit = `#${number}`;
     const iteration = `#${mark.iteration ?? 1}`;
-    add(timeKey(mark.stage), `${mark.stage}${visit}`, start, end, running, waited);
+    const keys = (step?: string | null, behavior?: string | null): string[] => [
+      timeKey(mark.stage as string, step, behavior),
+      visitTimeKey(number, mark.stage as string, step, behavior)
+    ];
+    add(keys(), `${mark.stage}${visit}`, start, end, running, waited);
     if (mark.step) {
-      add(timeKey(mark.stage, mark.step), `${mark.stage}${visit}/${mark.step}`, start, end, running, waited);
+      add(keys(mark.step), `${mark.stage}${visit}/${mark.step}`, start, end, running, waited);
       if (mark.behavior) {
         add(
-          timeKey(mark.stage, mark.step, mark.behavior),
+          keys(mark.step, mark.behavior),
           `${mark.stage}${visit}/${mark.step}/${mark.behavior}${iteration}`,
           start,
           end,
@@ -94,11 +112,13 @@ export function nodeTimes(marks: readonly CellMark[], now: number): Map<string, 
     }
   }
   const times = new Map<string, NodeTime>();
-  for (const { node, pass } of passes.values()) {
-    const known = times.get(node) ?? { seconds: 0, running: false };
-    known.seconds += Math.max(0, pass.end - pass.start - pass.waited) / 1000;
-    known.running = known.running || pass.running;
-    times.set(node, known);
+  for (const { nodes, pass } of passes.values()) {
+    for (const node of nodes) {
+      const known = times.get(node) ?? { seconds: 0, running: false };
+      known.seconds += Math.max(0, pass.end - pass.start - pass.waited) / 1000;
+      known.running = known.running || pass.running;
+      times.set(node, known);
+    }
   }
   return times;
 }

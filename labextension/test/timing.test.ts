@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 
 import { cellMark, type CellMark } from '../src/navigate';
-import { formatDuration, nodeTimes, timeKey } from '../src/timing';
+import { formatDuration, nodeTimes, timeKey, visitTimeKey } from '../src/timing';
 
 const T0 = Date.parse('2026-11-25T10:00:00Z');
 
@@ -87,6 +87,28 @@ describe('nodeTimes', () => {
     assert.equal(times.get('explore')?.seconds, 5);
     assert.equal(times.get('explore/look/b1')?.seconds, 5);
     assert.equal(times.get('model/fit/b1')?.seconds, 108);
+  });
+
+  it('gives each visit of a re-entered stage its own time, and its steps and behaviors', () => {
+    // the plan lists "explore" once per visit: the first took 5 s, the second 3 s
+    const times = nodeTimes(
+      [
+        cell(0, ['explore', 'look', 'b1'], 0, 2, { visit: 1 }),
+        cell(1, ['explore', 'look', 'b1'], 3, 5, { visit: 1 }),
+        cell(2, ['model', 'fit', 'b1'], 6, 20),
+        cell(3, ['explore', 'look', 'b1'], 200, 201, { visit: 2 }),
+        cell(4, ['explore', 'look', 'b1'], 201, 201, { visit: 2, iteration: 2 }),
+        cell(5, ['explore', 'look', 'b1'], 201, 203, { visit: 2, iteration: 2 })
+      ],
+      T0
+    );
+    assert.equal(times.get(visitTimeKey(1, 'explore'))?.seconds, 5);
+    assert.equal(times.get(visitTimeKey(2, 'explore'))?.seconds, 3);
+    assert.equal(times.get(visitTimeKey(2, 'explore', 'look'))?.seconds, 3);
+    assert.equal(times.get(visitTimeKey(2, 'explore', 'look', 'b1'))?.seconds, 3);
+    assert.equal(times.get(visitTimeKey(1, 'model'))?.seconds, 14);
+    assert.equal(times.get(timeKey('explore'))?.seconds, 8); // over both visits
+    assert.equal(times.get(visitTimeKey(3, 'explore')), undefined);
   });
 
   it('counts a running cell up to now and marks its ancestors running', () => {

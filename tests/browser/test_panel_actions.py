@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -231,6 +232,14 @@ def test_start_approve_and_conflict_from_the_panel(lab: Lab, pages: Pages) -> No
     revealed = page.locator(".jp-NotebookPanel .jp-Cell.jp-NotebookBcc-revealed")
     expect(revealed).to_have_count(len(again))
     shots(page, "11-6-second-visit-revealed")
+    # each visit's entry shows that visit's own time (both showed the two visits' sum)
+    everything = lab.notebook_cells(notebook)
+    for visit in (1, 2):
+        shown_time = panel.locator(
+            f'li[data-stage-id="{looped}"][data-visit="{visit}"] [data-testid="bcc-node-time"]'
+        ).first
+        expected = _visit_seconds(everything, looped, visit)
+        assert abs(_seconds(shown_time.inner_text()) - expected) <= 1.0, (visit, expected)
 
 
 def test_cancel_and_reset_from_the_panel(lab: Lab, pages: Pages) -> None:
@@ -586,6 +595,37 @@ def test_start_over_after_a_failure_restarts_the_kernel_and_runs_clean(
     shots(page, "11-13-started-over-completed")
 
 
+STAMPS = ("created_at", "started_at", "ended_at")
+
+
+def _visit_seconds(cells: list[dict[str, Any]], stage: str, visit: int) -> float:
+    """One visit of a stage, from its cells' recorded times: its first cell's creation (or
+    start) to its last cell's end, less the time its cells waited for a confirmation."""
+    starts: list[float] = []
+    ends: list[float] = []
+    waited = 0.0
+    for cell in cells:
+        bcc = cell["metadata"].get("notebook_bcc") or {}
+        if bcc.get("stage_id") != stage or (bcc.get("visit") or 1) != visit:
+            continue
+        at = {k: datetime.fromisoformat(bcc[k]).timestamp() for k in STAMPS if bcc.get(k)}
+        began = [at[k] for k in ("created_at", "started_at") if k in at]
+        if not began:
+            continue
+        starts.append(min(began))
+        ends.append(max(at.values()))
+        waited += float(bcc.get("waited_s") or 0)
+    assert starts, f"no cells of {stage} visit {visit}"
+    return max(ends) - min(starts) - waited
+
+
+def _seconds(text: str) -> float:
+    """A plan node's time as the panel writes it (``0.4 s``, ``12 s``, ``3 min 05 s``)."""
+    found = re.fullmatch(r"(?:(\d+) min )?(\d+(?:\.\d)?) s", text.strip())
+    assert found, text
+    return int(found.group(1) or 0) * 60 + float(found.group(2))
+
+
 def _kernel_of(lab: Lab, notebook: str) -> str:
     sessions = [s for s in lab.ok("GET", "api/sessions") if s["path"] == notebook]
     assert len(sessions) == 1, sessions
@@ -677,6 +717,41 @@ def shut_down_the_kernel(page: Page) -> None:
     page.locator('.lm-MenuBar-itemLabel:text-is("Kernel")').click()
     page.locator('.lm-Menu-itemLabel:text-is("Shut Down Kernel")').click()
     page.wait_for_function(f"() => ({CONNECTED_KERNEL_JS})() === null", timeout=UI_MS)
+
+
+REVISIT = JOURNEYS.parent / "browser" / "revisit.yaml"
+
+
+def test_each_visit_of_a_re_entered_stage_shows_its_own_time(lab: Lab, pages: Pages) -> None:
+    """The plan lists a stage the run went through twice once per visit; each entry showed
+    the two visits' sum (a 0.3 s visit and a 1.5 s one both read 1.8 s)."""
+    (lab.root / "blueprints").mkdir(exist_ok=True)
+    shutil.copy(REVISIT, lab.root / "blueprints" / "revisit.yaml")
+    notebook = "actions/revisit.ipynb"
+    page, _gate, panel = open_gated(lab, pages, notebook)
+    workflow_id = lab.start_workflow(notebook, "blueprints/revisit.yaml")["workflow_id"]
+    done = lab.next_decision_or_end(workflow_id)
+    assert done["run"]["status"] == "completed", done["run"]
+    expect(tid(panel, "bcc-badge")).to_have_attribute("data-status", "completed", timeout=UI_MS)
+    # Lab saves the workflow's cells once it merged them: wait for the last one's end
+    cells = lab.wait_file_cells(
+        notebook,
+        lambda cells: any(
+            (c["metadata"].get("notebook_bcc") or {}).get("visit") == 2
+            and (c["metadata"].get("notebook_bcc") or {}).get("ended_at")
+            for c in cells
+        ),
+        "the second visit's cell, ended",
+    )
+    first, second = _visit_seconds(cells, "loop", 1), _visit_seconds(cells, "loop", 2)
+    assert second - first > 1.0, (first, second)
+    for visit, expected in ((1, first), (2, second)):
+        entry = panel.locator(f'li[data-stage-id="loop"][data-visit="{visit}"]')
+        shown = tid(entry, "bcc-node-time").first
+        expect(shown).to_have_text(re.compile(r"\d"), timeout=UI_MS)
+        # shown to a tenth of a second
+        assert abs(_seconds(shown.inner_text()) - expected) <= 0.11, (visit, expected)
+    shots(page, "revisit-visit-times")
 
 
 TREADMILL = JOURNEYS.parent / "browser" / "treadmill.yaml"
