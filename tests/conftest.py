@@ -122,6 +122,7 @@ LONG_FILES = (
     "tests/server/test_server_crash.py",
     "tests/browser/test_workflows_list.py",
     "tests/browser/test_panel_words.py",
+    "tests/browser/test_start_replaces.py",
     "tests/server/test_workflows.py",
     "tests/durability/test_interruptions.py",
     "tests/blueprint/test_yaml_guard.py",

@@ -148,6 +148,29 @@ const plugin: JupyterFrontEndPlugin<void> = {
           }
         }
       },
+      notebookModel: path => {
+        const widget = tracker.find(panel => panel.context.path === path);
+        if (!widget?.context.isReady) {
+          return null;
+        }
+        const shared = widget.context.model.sharedModel;
+        return {
+          get cells() {
+            return shared.cells;
+          },
+          transact: f => shared.transact(f),
+          deleteCell: index => shared.deleteCell(index),
+          insertCells: (index, cells) => shared.insertCells(index, cells as never),
+          getMetadata: key => shared.getMetadata(key),
+          setMetadata: (key, value) => shared.setMetadata(key, value)
+        };
+      },
+      defaultCell: path =>
+        tracker.find(panel => panel.context.path === path)?.content.notebookConfig.defaultCell ??
+        'code',
+      saveNotebook: async path => {
+        await tracker.find(panel => panel.context.path === path)?.context.save();
+      },
       openFigure: (title, figure) => {
         // one tab per diagram: opening it again shows the current drawing in the same tab
         const existing = diagramViews.get(title);
@@ -191,6 +214,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     panel.snapshotChanged.connect((_, snapshot) => void kernelWatch.check(panel.path, snapshot));
     tracker.widgetAdded.connect((_, widget) => {
+      // an open start form counts the earlier run's cells again
+      widget.context.model.cells.changed.connect(() =>
+        panel.notebookCellsChanged(widget.context.path)
+      );
       // the user starts or picks a kernel (or Lab connects one): look again
       const again = (): void => {
         if (widget.context.path === panel.path) {

@@ -17,6 +17,11 @@ import { h, patchChildren, replaceChildren } from './dom';
 import type { ConnectionMode } from './live';
 import { WorkflowFeed } from './live';
 import { StartForm, type BrowseOptions } from './start';
+import {
+  countEarlierCells,
+  startRemovingEarlier,
+  type SharedNotebookView
+} from './earlierRun';
 import { renderBehavior, renderEffects, renderVariables } from './panelBehavior';
 import { PanelCommands, type CommandHost } from './panelCommands';
 import type { StillMeant } from './resend';
@@ -54,6 +59,13 @@ export interface PanelServices {
   ): void;
   /** Called before a workflow starts on ``path`` (saves unsaved edits, D19). */
   beforeStart(path: string): Promise<void>;
+  /** The shared model of the notebook at ``path`` open in this window (null: not open):
+   *  the start form removes an earlier run's cells from it (``earlierRun.ts``). */
+  notebookModel?(path: string): SharedNotebookView | null;
+  /** Lab's default cell type (the blank cell of a notebook left without cells). */
+  defaultCell?(path: string): string;
+  /** Save the notebook open at ``path`` (its earlier run's cells put back). */
+  saveNotebook?(path: string): Promise<void>;
   /** Show ``figure`` at full size in the main area (the side panel is too narrow for it). */
   openFigure(title: string, figure: HTMLElement): void;
   /** Open a notebook in the main area (the workflows list's Open). */
@@ -425,20 +437,45 @@ export class WorkflowPanel extends Widget {
         notebookPath: path,
         browse: (title, options) => this.services.browse(title, options),
         fileExists: this.services.fileExists,
+        earlierCells: () => {
+          const shared = this.services.notebookModel?.(path) ?? null;
+          return shared ? countEarlierCells(shared) : 0;
+        },
         onCancel: () => this.closeStartForm(),
-        onSubmit: async body => {
-          await this.services.beforeStart(path);
-          const snapshot = await this.services.api.create(body);
+        onSubmit: async (body, choices) => {
+          const { result: snapshot, removed } = await startRemovingEarlier(
+            {
+              notebook: () => this.services.notebookModel?.(path) ?? null,
+              defaultCell: () => this.services.defaultCell?.(path) ?? 'code',
+              workflows: () => this.services.api.workflows(path),
+              save: () => this.services.saveNotebook?.(path) ?? Promise.resolve()
+            },
+            path,
+            choices.removeEarlier,
+            async () => {
+              await this.services.beforeStart(path);
+              return this.services.api.create(body);
+            }
+          );
           this.closeStartForm();
           this.stopDiscovery();
           this.follow(snapshot.workflow_id, snapshot);
-          this.notify('info', `Workflow ${snapshot.workflow_id} started.`);
+          const cells = removed ? `; the earlier run's ${removed} cell${removed === 1 ? '' : 's'} removed` : '';
+          this.notify('info', `Workflow ${snapshot.workflow_id} started${cells}.`);
         }
       });
       replaceChildren(this.formNode, this.startForm.node);
     }
     this.startForm.focus();
     this.render();
+  }
+
+  /** The cells of the notebook at ``path`` changed: the start form counts its earlier-run
+   *  cells again. */
+  notebookCellsChanged(path: string): void {
+    if (path === this.notebookPath) {
+      this.startForm?.refreshEarlier();
+    }
   }
 
   closeStartForm(): void {

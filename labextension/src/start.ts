@@ -17,6 +17,7 @@ import {
   type RememberedStart
 } from './startMemory';
 import { besideBlueprint, folderOf, pathHint, relativeFrom } from './startPaths';
+import { removeEarlierLabel } from './earlierRun';
 
 /** Where Browse opens and what it lists. */
 export interface BrowseOptions {
@@ -24,6 +25,12 @@ export interface BrowseOptions {
   folder?: string;
   /** Lower-case file endings to list (folders are always listed); all files when absent. */
   extensions?: string[];
+}
+
+/** What the form asks beside the request body. */
+export interface StartChoices {
+  /** Remove the cells of the notebook's earlier workflows first (as ``notebook-bcc run``). */
+  removeEarlier: boolean;
 }
 
 export interface StartFormOptions {
@@ -34,7 +41,11 @@ export interface StartFormOptions {
   fileExists?(path: string): Promise<boolean>;
   /** Where the last values are remembered per notebook (default: localStorage). */
   storage?: KeyValueStore | null;
-  onSubmit(body: CreateWorkflowBody): Promise<void>;
+  /** How many cells of earlier workflows the open notebook holds (0 or absent: the form
+   *  offers nothing to remove). */
+  earlierCells?(): number;
+  /** ``removeEarlier``: the earlier run's cells are to be removed before the start. */
+  onSubmit(body: CreateWorkflowBody, choices: StartChoices): Promise<void>;
   onCancel(): void;
 }
 
@@ -56,6 +67,10 @@ export class StartForm {
   private readonly files: HTMLInputElement;
   private readonly autoConfirm: HTMLInputElement;
   private readonly confirmIrreversible: HTMLInputElement;
+  /** "Remove the earlier run's N cells": shown while the notebook holds some. */
+  private readonly removeEarlier: HTMLInputElement;
+  private readonly removeEarlierRow: HTMLElement;
+  private readonly removeEarlierText: HTMLElement;
   private planners: PlannerKindInfo[] = [];
   /** What the error line shows: a client-side check (re-checked on every edit) or other. */
   private errorSource: 'check' | 'server' | 'availability' | null = null;
@@ -95,6 +110,24 @@ export class StartForm {
       checked: true,
       'data-testid': 'bcc-start-confirm-irreversible'
     });
+    // checked by default, as the command line removes them when run again
+    this.removeEarlier = h('input', {
+      type: 'checkbox',
+      checked: true,
+      'data-testid': 'bcc-start-remove-earlier'
+    });
+    this.removeEarlierText = h('span', { 'data-testid': 'bcc-start-remove-earlier-label' });
+    this.removeEarlierRow = h(
+      'div',
+      { class: 'jp-NotebookBcc-earlierRow' },
+      h('label', { class: 'jp-NotebookBcc-check' }, this.removeEarlier, this.removeEarlierText),
+      h(
+        'div',
+        { class: 'jp-NotebookBcc-fieldHint' },
+        'Your own cells stay, in their order; the new run is written after them. Unchecked, ' +
+          'the new run is written after the earlier one.'
+      )
+    );
     this.errorNode = h('div', { class: 'jp-NotebookBcc-formError', role: 'alert' });
     this.submit = h(
       'button',
@@ -132,6 +165,7 @@ export class StartForm {
         this.confirmIrreversible,
         ' Ask before irreversible actions'
       ),
+      this.removeEarlierRow,
       this.errorNode,
       h(
         'div',
@@ -161,6 +195,7 @@ export class StartForm {
     this.node.addEventListener('input', () => this.recheck());
     this.node.addEventListener('change', () => this.recheck());
     this.prefill();
+    this.refreshEarlier();
     this.renderFields();
     void this.preselectBlueprint();
     void options.api
@@ -174,6 +209,15 @@ export class StartForm {
 
   focus(): void {
     this.kind.focus();
+  }
+
+  /** Count the notebook's earlier-run cells again (its cells changed): the checkbox shows
+   *  while there are some, with their number; the user's choice is kept. */
+  refreshEarlier(): void {
+    const count = this.options.earlierCells?.() ?? 0;
+    this.removeEarlierRow.hidden = count === 0;
+    this.removeEarlierText.textContent = count > 0 ? removeEarlierLabel(count) : '';
+    this.removeEarlier.disabled = count === 0;
   }
 
   private row(label: string, id: string, control: HTMLElement): HTMLElement {
@@ -373,7 +417,8 @@ export class StartForm {
     this.submit.disabled = true;
     this.submit.textContent = 'Starting…';
     try {
-      await this.options.onSubmit(built.body);
+      const removeEarlier = !this.removeEarlierRow.hidden && this.removeEarlier.checked;
+      await this.options.onSubmit(built.body, { removeEarlier });
       rememberStart(this.storage, this.options.notebookPath, this.fields());
     } catch (error) {
       const message =
