@@ -157,8 +157,15 @@ class CreateRoom(ServiceCore):
         for workflow_id in dict.fromkeys([*ids, *earlier]):
             live = self._live.get(workflow_id)
             snap = live.engine.snapshot if live is not None else await store.load(workflow_id)
-            if not may_yield_notebook(snap) or (live is not None and live.running):
+            if not may_yield_notebook(snap):
                 raise NotebookBusyError(notebook, workflow_id)
+            if live is not None and live.task is not None and live.running:
+                # a finished or failed run's loop ends by itself a moment after its last
+                # commit (its notebook's last write): a user who saw it end and started anew
+                # at once was refused (409) in that moment
+                await asyncio.wait({live.task}, timeout=self.settings.stop_timeout / 2)
+                if live.running:
+                    raise NotebookBusyError(notebook, workflow_id)
             await self._retire(workflow_id, "replaced")
 
     async def _open_engine(
