@@ -21,13 +21,16 @@ file id is now:
   -- notebook-bcc's own ``replace_on_save``, an editor -- gives the file a new inode, and a
   new id). The file at the workflow's path decides: when it carries this workflow's id in
   ``metadata.notebook_bcc.workflow_id`` it is the notebook, and the workflow takes its new
-  file id; otherwise (no file, or another notebook created under the old name) the notebook
-  is gone and the run pauses (:meth:`NotebookFollower.deleted`) -- but only when it is still
-  gone :data:`GONE_AFTER` seconds after a check first missed it. A rename or move through
-  Jupyter moves the file on a worker thread and announces it afterwards: a check landing in
-  between sees no file at the old path yet no event, and pausing then would call a moved
-  notebook deleted. The announcement re-keys the workflow within that grace; a re-check is
-  scheduled for its end, so a terminal ``rm`` pauses the run without anyone looking.
+  file id; when it carries the id of an earlier workflow of the same notebook, a
+  collaboration room saved the shared document before this workflow's record reached it, and
+  the room's next save tells; otherwise (no file, or another notebook created under the old
+  name) the notebook is gone and the run pauses (:meth:`NotebookFollower.deleted`) -- but
+  only when it is still gone :data:`GONE_AFTER` seconds after a check first missed it. A
+  rename or move through Jupyter moves the file on a worker thread and announces it
+  afterwards: a check landing in between sees no file at the old path yet no event, and
+  pausing then would call a moved notebook deleted. The announcement re-keys the workflow
+  within that grace; a re-check is scheduled for its end, so a terminal ``rm`` pauses the run
+  without anyone looking.
 
 A check never concludes from a path the workflow has left meanwhile (a contents event may
 re-key it while the check waits on the store or the disk).
@@ -482,7 +485,21 @@ class FileIdFollower:
             # workflow's metadata reached it (a collaboration room saves the shared document
             # on its own clock), so whose notebook it is cannot be told from it now
             return None
-        return own.get("workflow_id") == workflow_id
+        owner = own.get("workflow_id")
+        if owner == workflow_id:
+            return True
+        if await self._of_notebook(str(owner), path):
+            # an earlier run of this very notebook: a collaboration room saved the shared
+            # document before this workflow's record reached it (it saves on its own clock,
+            # a second or more after a change), so the file is the notebook's own past, not
+            # another notebook; its next save carries this workflow's record
+            return None
+        return False
+
+    async def _of_notebook(self, workflow_id: str, path: str) -> bool:
+        """Whether the store keeps ``workflow_id`` as a workflow of the notebook ``path``."""
+        store = await self.follower.service.start()
+        return await store.call(lambda s: workflow_id in s.workflow_ids(notebook_path=path))
 
 
 __all__ = [

@@ -6,6 +6,7 @@ new notebook created under the old name inherits nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sqlite3
@@ -14,10 +15,12 @@ import time
 from contextlib import closing
 from pathlib import Path
 from time import monotonic
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from notebook_bcc.server import file_ids as file_ids_module
 from notebook_bcc.server.app import NotebookBccApp
 from notebook_bcc.server.file_ids import (
     DB_NAME as FILE_IDS_DB,
@@ -494,3 +497,46 @@ def test_a_notebook_moved_into_a_new_folder_while_the_server_was_killed_gets_the
         assert not (root / "work" / "a.ipynb").exists(), "written again under the old name"
     finally:
         assert second.stop() is not None
+
+
+async def test_a_rooms_late_save_of_the_earlier_runs_record_does_not_call_the_notebook_deleted(
+    bcc_app: NotebookBccApp, api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CI failure (collaborative JupyterLab, "New workflow…" on a notebook whose run had
+    completed): a collaboration room saves the shared notebook on its own clock, and a save
+    made before the new run's record reached the room put the file back by rename with the
+    earlier run's ``workflow_id``. A check found a new inode, no file id, and "another
+    workflow's notebook" at the path; a second look past the grace called the notebook
+    deleted: the new run paused and every workflow of the notebook lost its path (the new run
+    was listed nowhere). The earlier run's record is the notebook's own past, not another
+    notebook: the check waits for the room's next save."""
+    earlier = await api.start("first.ipynb", "blueprints/quick.yaml")
+    await api.wait_status(earlier["workflow_id"], "completed")
+    notebook = root / "first.ipynb"
+    await until(lambda: "answer = 40 + 2" in notebook.read_text(), "the earlier run's cells")
+    stale = read_notebook(notebook)
+    assert stale["metadata"]["notebook_bcc"]["workflow_id"] == earlier["workflow_id"]
+    live = await _waiting_in_process(api, bcc_app, root)
+    follower = bcc_app.service.file_ids
+    assert isinstance(follower, FileIdFollower)
+    # the room's late save: the file replaced by rename (a new inode), the earlier record in it
+    late = root / ".first.late.ipynb"
+    late.write_text(json.dumps(stale))
+    os.replace(late, notebook)
+    await follower.check()
+    # a look past the grace (the clock of the grace moved on; the event loop's is untouched)
+    real = time.monotonic
+    monkeypatch.setattr(file_ids_module, "time", SimpleNamespace(monotonic=lambda: real() + 60))
+    await follower.check()
+    assert live.engine.snapshot.run.status == "waiting", live.engine.snapshot.run
+    listing = await api.ok("GET", "workflows", params={"notebook_path": "first.ipynb"})
+    listed = {w["workflow_id"] for w in listing["workflows"]}
+    assert listed == {earlier["workflow_id"], live.workflow_id}
+    # the room's next save carries the new run's record: the check settles on it
+    report = await live.engine.runtime.writer.flush_async()
+    assert report.written
+    assert read_notebook(notebook)["metadata"]["notebook_bcc"]["workflow_id"] == live.workflow_id
+    await follower.check()
+    snapshot = await api.snapshot(live.workflow_id)
+    assert snapshot["run"]["status"] == "waiting", snapshot["run"]
+    assert snapshot["notebook_path"] == "first.ipynb"
