@@ -419,16 +419,21 @@ class SqliteStore(StoreInbox, StoreReads):
         stored = snap.model_copy(update={"version": new_version})
         now = utc_now_iso()
         cursor = self._db.execute(
+            # a workflow replaced or deleted keeps its notebook released whatever it commits
+            # later (a failed run's last write after a new run took its notebook made it
+            # active again, and the new run's insert was refused); a finished one run again
+            # (a reset) takes it back
             "UPDATE workflows SET snapshot = '', version = ?, run_id = ?, fsm_state = ?,"
-            " run_status = ?, active = ?, released = CASE WHEN ? THEN"
-            " COALESCE(released, 'finished') END, updated_at = ?"
+            " run_status = ?, active = CASE WHEN ? OR released IN ('replaced', 'deleted')"
+            " THEN 0 ELSE 1 END, released = CASE WHEN ? THEN COALESCE(released, 'finished')"
+            " WHEN released IN ('replaced', 'deleted') THEN released END, updated_at = ?"
             " WHERE workflow_id = ? AND version = ?",
             (
                 new_version,
                 snap.run_id,
                 snap.fsm.state.value,
                 snap.run.status,
-                0 if snap.run.status in INACTIVE_STATUSES else 1,
+                snap.run.status in INACTIVE_STATUSES,
                 snap.run.status in INACTIVE_STATUSES,
                 now,
                 wf,

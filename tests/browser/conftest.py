@@ -431,20 +431,43 @@ def browser_available() -> None:
         _unavailable(f"{JUPYTER} is not installed")
 
 
-@pytest.fixture(scope="module")
-def lab(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """One ``jupyter lab`` per test module, the housing example copied under its root."""
-    server = Lab(tmp_path_factory.mktemp("lab"))
-    server.copy_housing()
+def started_lab(server: Lab, *, settings: dict[str, dict[str, Any]] | None = None) -> Iterator[Lab]:
+    """Start ``server`` (its root prepared by the caller), wait until it answers, put the
+    settings every browser test wants (no news toast, the light theme) and ``settings``,
+    yield it, and stop it afterwards (a generator for a module fixture to delegate to)."""
     server.start()
     try:
         server.wait_ready()
         # no "get Jupyter news?" toast over the screenshots
         server.put_setting("@jupyterlab/apputils-extension:notification", {"fetchNews": "false"})
         server.set_theme(LIGHT)
+        for plugin, values in (settings or {}).items():
+            server.put_setting(plugin, values)
         yield server
     finally:
         server.stop()
+
+
+def lab_of_mode(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """A Lab (not started) for a module fixture parametrized by mode: ``single-user``, or
+    ``collaborative`` (with jupyter-collaboration: skipped, or failed when required, without
+    it)."""
+    request.getfixturevalue("browser_available")
+    collaborative = request.param == "collaborative"
+    if collaborative:
+        require_or_skip(
+            collaboration_env() is not None,
+            "jupyter-collaboration is not installed (pip install -e '.[collab]')",
+        )
+    return Lab(tmp_path_factory.mktemp(f"lab-{request.param}"), collaborative=collaborative)
+
+
+@pytest.fixture(scope="module")
+def lab(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """One ``jupyter lab`` per test module, the housing example copied under its root."""
+    server = Lab(tmp_path_factory.mktemp("lab"))
+    server.copy_housing()
+    yield from started_lab(server)
 
 
 # -- the browser ----------------------------------------------------------------------------

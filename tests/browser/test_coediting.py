@@ -18,22 +18,21 @@ import pytest
 
 from tests.browser.conftest import (
     ARTIFACTS,
-    LIGHT,
     PROGRESS_MS,
     UI_MS,
     Lab,
     Pages,
-    collaboration_env,
     expect,
+    lab_of_mode,
     new_notebook_from_the_file_menu,
     notebook_panel,
     open_lab,
     open_panel,
     shot,
+    started_lab,
     tid,
     wait_until,
 )
-from tests.conftest import require_or_skip
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -70,29 +69,15 @@ MODEL_CELLS = """() => {
 @pytest.fixture(scope="module", params=["single-user", "collaborative"])
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """One Lab per mode (overrides the conftest's ``lab``)."""
-    request.getfixturevalue("browser_available")
-    collaborative = request.param == "collaborative"
-    if collaborative:
-        require_or_skip(
-            collaboration_env() is not None,
-            "jupyter-collaboration is not installed (pip install -e '.[collab]')",
-        )
-    server = Lab(tmp_path_factory.mktemp(f"lab-{request.param}"), collaborative=collaborative)
+    server = lab_of_mode(request, tmp_path_factory)
     (server.root / "blueprints").mkdir()
     shutil.copy(GATED, server.root / "blueprints" / "gated.yaml")
-    server.start()
-    try:
-        server.wait_ready()
-        server.put_setting("@jupyterlab/apputils-extension:notification", {"fetchNews": "false"})
-        server.set_theme(LIGHT)
-        # Lab asks to rename an Untitled notebook on its first save; the rename test answers
-        # that dialog, this module's tests save under the name Lab gave
-        server.put_setting(
-            "@jupyterlab/docmanager-extension:plugin", {"renameUntitledFileOnSave": False}
-        )
-        yield server
-    finally:
-        server.stop()
+    # Lab asks to rename an Untitled notebook on its first save; the rename test answers that
+    # dialog, this module's tests save under the name Lab gave
+    yield from started_lab(
+        server,
+        settings={"@jupyterlab/docmanager-extension:plugin": {"renameUntitledFileOnSave": False}},
+    )
 
 
 def model_cells(page: Page) -> list[dict[str, Any]]:

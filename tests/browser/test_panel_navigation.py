@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.browser.conftest import (
-    LIGHT,
     PROGRESS_MS,
     UI_MS,
     Lab,
@@ -38,6 +37,7 @@ from tests.browser.conftest import (
     panel_width,
     scroll_panel_top,
     shot,
+    started_lab,
     tid,
 )
 
@@ -131,17 +131,10 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     (project / "other.yml").write_text("kind: StateMachine\nname: other\nstates: {}\n")
     (project / "notes.txt").write_text("not a blueprint\n")
     (project / "data" / "in.csv").write_text("a,b\n1,2\n3,4\n")
-    server.start()
-    try:
-        server.wait_ready()
-        server.put_setting("@jupyterlab/apputils-extension:notification", {"fetchNews": "false"})
-        server.set_theme(LIGHT)
-        server.put_setting(
-            "@jupyterlab/docmanager-extension:plugin", {"renameUntitledFileOnSave": False}
-        )
-        yield server
-    finally:
-        server.stop()
+    yield from started_lab(
+        server,
+        settings={"@jupyterlab/docmanager-extension:plugin": {"renameUntitledFileOnSave": False}},
+    )
 
 
 @pytest.fixture(scope="module")

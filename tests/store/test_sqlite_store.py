@@ -465,3 +465,37 @@ def test_released_says_finished_deleted_or_replaced(store: SqliteStore) -> None:
     store.deactivate("wf-2", "replaced")  # a second release keeps the first reason
     assert store.released() == {"wf-1": "replaced", "wf-2": "deleted"}
     assert store.released(notebook_path="other.ipynb") == {}
+
+
+@pytest.mark.parametrize("status", ["failed", "running", "waiting", "paused"])
+@pytest.mark.parametrize("reason", ["replaced", "deleted"])
+def test_a_late_commit_of_a_released_workflow_never_takes_its_notebook_back(
+    store: SqliteStore, status: str, reason: str
+) -> None:
+    """The CI race (collaborative Lab, Start right after a run failed: 409 "already has an
+    active workflow"): the failed run was released for the new one, then one more commit of
+    it (its run status still ``failed``) set it active again, and the new workflow's insert
+    found it. A workflow replaced or deleted keeps its notebook released, and its reason."""
+    snap = fresh(store, "wf-1", "nb.ipynb")
+    ended = snap.model_copy(update={"run": snap.run.model_copy(update={"status": status})})
+    snap = store.commit(Commit(snapshot=ended, expected_version=snap.version)).snapshot
+    store.deactivate("wf-1", reason)  # type: ignore[arg-type]
+    store.commit(Commit(snapshot=snap, expected_version=snap.version))  # the late commit
+    assert store.workflow_ids(notebook_path="nb.ipynb", active=True) == []
+    assert store.released() == {"wf-1": reason}
+    fresh(store, "wf-2", "nb.ipynb")  # not refused
+    assert store.workflow_ids(notebook_path="nb.ipynb", active=True) == ["wf-2"]
+    assert store.released() == {"wf-1": reason}
+
+
+def test_a_finished_workflow_run_again_takes_its_notebook_back(store: SqliteStore) -> None:
+    """A finished workflow released its notebook by itself ("finished"); a command that runs
+    it again (a reset) makes it the notebook's active workflow once more."""
+    snap = fresh(store, "wf-1", "nb.ipynb")
+    done = snap.model_copy(update={"run": snap.run.model_copy(update={"status": "cancelled"})})
+    snap = store.commit(Commit(snapshot=done, expected_version=snap.version)).snapshot
+    assert store.released() == {"wf-1": "finished"}
+    again = snap.model_copy(update={"run": snap.run.model_copy(update={"status": "running"})})
+    store.commit(Commit(snapshot=again, expected_version=snap.version))
+    assert store.workflow_ids(notebook_path="nb.ipynb", active=True) == ["wf-1"]
+    assert store.released() == {}
