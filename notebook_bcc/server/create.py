@@ -20,6 +20,7 @@ from notebook_bcc.server.contents import (
     notebook_api_path,
     relative_to_folder,
 )
+from notebook_bcc.server.delivery import DELIVERY_WAIT
 from notebook_bcc.server.errors import (
     BadRequestError,
     PlannerUnavailableError,
@@ -38,6 +39,7 @@ from notebook_bcc.server.restore import (
     persisted_options,
 )
 from notebook_bcc.server.service_core import ServiceCore
+from notebook_bcc.server.writer import ContentsNotebookWriter
 from notebook_bcc.store.async_store import AsyncStore
 from notebook_bcc.store.errors import NotebookBusyError
 from notebook_bcc.store.sqlite import SqliteStore
@@ -166,7 +168,29 @@ class CreateRoom(ServiceCore):
                 await asyncio.wait({live.task}, timeout=self.settings.stop_timeout / 2)
                 if live.running:
                     raise NotebookBusyError(notebook, workflow_id)
+            if live is not None:
+                await self._delivered(live)
             await self._retire(workflow_id, "replaced")
+
+    async def _delivered(self, live: LiveWorkflow) -> None:
+        """Wait (at most :data:`DELIVERY_WAIT`) until the browser holding ``live``'s notebook
+        has taken its last cells (see :mod:`.delivery`): once the new workflow writes the
+        notebook, the earlier run's last plan is never asked for."""
+        writer = getattr(live.engine.runtime, "writer", None)
+        coedit = self.coedit
+        if not isinstance(writer, ContentsNotebookWriter) or coedit is None:
+            return
+        path = writer.api_path
+        if not coedit.leases.held(path) or await coedit.room_document(path) is not None:
+            return  # the file or the room has the cells already
+        if not await writer.delivery.wait_for(writer.version, DELIVERY_WAIT):
+            log.warning(
+                "notebook-bcc: the browser holding %s had not taken the last cells of %s "
+                "after %.0f s; the new workflow starts anyway",
+                path,
+                live.workflow_id,
+                DELIVERY_WAIT,
+            )
 
     async def _open_engine(
         self,

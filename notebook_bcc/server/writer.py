@@ -5,8 +5,7 @@ serialized once per change, debounced writes, and a merge with whatever is in th
 (cells the user added or moved stay where they are, a workflow cell the user edited is
 detached, one they deleted stays deleted). Only its file I/O is replaced here: the current
 version is read with ``contents_manager.get`` and the merged notebook is written with
-``contents_manager.save``, so checkpoints, save hooks, hidden-file rules and non-file backends
-apply exactly as when JupyterLab saves.
+``contents_manager.save``, so checkpoints, save hooks and non-file backends apply as in Lab.
 
 A version is recognised by the contents model's ``last_modified`` and ``size``: when they are
 the ones of the last save, nothing is read back; otherwise the notebook is read and merged.
@@ -33,6 +32,7 @@ from notebook_bcc.kernel.serialize import notebook_text
 from notebook_bcc.kernel.writer import NotebookWriter, WriteReport, _Outcome, _Plan, _Stamp
 from notebook_bcc.server.coedit import Coediting
 from notebook_bcc.server.contents import Contents, Stamp
+from notebook_bcc.server.delivery import Delivery
 from notebook_bcc.server.doc_merge import MergePlan, WorkflowCell, plan_merge
 from notebook_bcc.server.errors import ContentsError
 from notebook_bcc.server.room_running import mark_running
@@ -120,7 +120,9 @@ class ContentsNotebookWriter(NotebookWriter):
         """Per browser (holder): the cells it acknowledged having in its document."""
         self._placed_at: dict[str, float] = {}
         """When each cell first reached the file (epoch seconds, the file's clock)."""
-        self._pending: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {}
+        self._pending: dict[str, tuple[str, dict[str, tuple[str, str]], int]] = {}
+        self.delivery = Delivery()
+        """Which cells version a browser's document holds (held notebooks)."""
         self._saved_at: tuple[str, Stamp] | None = None
         """Where the last save went and the version it wrote there."""
         self._reclaims: set[asyncio.Task[None]] = set()
@@ -377,7 +379,10 @@ class ContentsNotebookWriter(NotebookWriter):
         self._pending[token] = (
             holder,
             {op.cell_id: (cells[op.cell_id].source, cells[op.cell_id].digest) for op in plan.ops},
+            self.version,
         )
+        if not plan.ops:
+            self.delivery.reached(self.version)
         while len(self._pending) > _PENDING_PLANS:
             self._pending.pop(next(iter(self._pending)))
         return {
@@ -405,13 +410,14 @@ class ContentsNotebookWriter(NotebookWriter):
         pending = self._pending.pop(token, None)
         if pending is None:
             return False
-        holder, applied = pending
+        holder, applied, version = pending
         self._known.setdefault(holder, set()).update(applied)
         at = _epoch(saved)
         if at is not None:
             for cell_id in applied:
                 self._placed_at.setdefault(cell_id, at)
         self._commit_document(applied, set(detached), set(deleted))
+        self.delivery.reached(version)
         return True
 
     def _commit_document(
@@ -466,12 +472,9 @@ class ContentsNotebookWriter(NotebookWriter):
         return report
 
     def _room_metadata(self, room: Any) -> bool:
-        """Put the workflow's own notebook metadata (``notebook_bcc``: its id, the anchor
-        mirror; ``title``) into a room's shared notebook, key by key where it differs; the
-        room saves it with the file, as the file writer does. Keys JupyterLab keeps itself
-        (``kernelspec``, ``language_info``) are set only when the room has none. True when
-        something was written. (jupyter_ydoc keeps the metadata map in ``YNotebook._ymeta``;
-        without it nothing is written.)"""
+        """Put the workflow's notebook metadata (``notebook_bcc``, ``title``) into a room's
+        shared notebook where it differs (Lab's own keys only when the room has none); True
+        when something was written (jupyter_ydoc's metadata map is ``YNotebook._ymeta``)."""
         ymeta = getattr(room, "_ymeta", None)
         if ymeta is None:
             return False

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from notebook_bcc.models.event import WorkflowEvent
+from notebook_bcc.server import create as create_module
 from notebook_bcc.server.app import NotebookBccApp
 from tests.server.conftest import Api
 
@@ -193,3 +194,57 @@ async def test_a_document_reverted_to_an_older_file_gets_the_later_workflow_cell
     )
     assert {op["op"] for op in now["ops"]} <= {"update"}, now
     assert now["deleted"] == [], now
+
+
+def _empty_notebook(path: Path) -> None:
+    path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+async def test_a_new_workflow_waits_for_the_browser_to_take_the_earlier_runs_last_cells(
+    api: Api, root: Path
+) -> None:
+    """The CI failure (single-user Lab, "New workflow…" right after a run completed): the
+    browser holding the notebook had not yet asked for the run's last plan (a heartbeat
+    later), the new workflow took the notebook's writer over, and that plan was never asked
+    for: Lab kept the earlier run's code cell running (``[*]``, no outputs) and saved it so.
+    The start now waits until the browser has taken those cells."""
+    notebook = "again.ipynb"
+    _empty_notebook(root / notebook)
+    hold = {"holder": HOLDER, "paths": [notebook]}
+    await api.ok("POST", "documents", body=hold)
+    first = await api.start(notebook, "blueprints/quick.yaml")
+    await api.wait_status(first["workflow_id"], "completed")
+    second = asyncio.ensure_future(api.start(notebook, "blueprints/quick.yaml"))
+    done, _ = await asyncio.wait({second}, timeout=1.5)
+    assert not done, "started before the browser had taken the earlier run's last cells"
+    # the browser's next heartbeat: the plan is still the earlier run's, with its last states
+    (doc,) = (await api.ok("POST", "documents", body=hold))["documents"]
+    assert doc["workflow_id"] == first["workflow_id"]
+    merge = {"holder": HOLDER, "path": notebook, "cells": [], "document_modified": None}
+    plan = await api.ok("POST", "documents", "merge", body=merge)
+    (code,) = [op["cell"] for op in plan["ops"] if "answer = 40 + 2" in op["cell"]["source"]]
+    assert code["metadata"]["notebook_bcc"]["status"] != "running", code["metadata"]
+    assert code["execution_count"] is not None
+    ack = {"path": notebook, "token": plan["token"], "saved": None}
+    assert await api.ok("POST", "documents", "ack", body=ack) == {"acknowledged": True}
+    started = await asyncio.wait_for(second, 30)
+    assert started["workflow_id"] != first["workflow_id"]
+    (doc,) = (await api.ok("POST", "documents", body=hold))["documents"]
+    assert doc["workflow_id"] == started["workflow_id"]
+
+
+async def test_a_browser_that_never_takes_the_cells_delays_a_new_workflow_only_briefly(
+    api: Api, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser that holds the notebook but never merges (a frozen tab) does not keep a new
+    workflow from starting: it starts once the bounded wait is over."""
+    monkeypatch.setattr(create_module, "DELIVERY_WAIT", 0.5)
+    notebook = "frozen.ipynb"
+    _empty_notebook(root / notebook)
+    await api.ok("POST", "documents", body={"holder": HOLDER, "paths": [notebook]})
+    first = await api.start(notebook, "blueprints/quick.yaml")
+    await api.wait_status(first["workflow_id"], "completed")
+    began = monotonic()
+    started = await api.start(notebook, "blueprints/quick.yaml")
+    assert started["workflow_id"] != first["workflow_id"]
+    assert monotonic() - began >= 0.5
