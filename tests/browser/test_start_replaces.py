@@ -303,6 +303,12 @@ def test_unchecked_the_new_run_is_written_after_the_earlier_one(lab: Lab, pages:
     )
     after = settled(lab, page, notebook)
     expect(page.locator(".jp-NotebookPanel .jp-InputPrompt", has_text="[*]")).to_have_count(0)
+    # both runs' code cells reached the file in their last state: the earlier run's too, though
+    # the new run started a moment after it ended (its last plan was once never asked for)
+    ran = [c for c in lab.notebook_cells(notebook) if "answer = 40 + 2" in source(c)]
+    assert [owner(c) for c in ran] == [first, second_id], ran
+    assert all(c["metadata"]["notebook_bcc"]["status"] == "ok" for c in ran), ran
+    assert all(c["execution_count"] is not None for c in ran), ran
     # today's behaviour: the earlier run's cells stay as they were, the new run after them
     assert after[: len(before)] == before, after
     assert all(wf == second_id for _, wf, _ in after[len(before) :]), after
