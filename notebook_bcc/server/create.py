@@ -168,21 +168,33 @@ class CreateRoom(ServiceCore):
                 await asyncio.wait({live.task}, timeout=self.settings.stop_timeout / 2)
                 if live.running:
                     raise NotebookBusyError(notebook, workflow_id)
-            if live is not None:
-                await self._delivered(live)
+            taken = await self._delivered(live) if live is not None else None
             await self._retire(workflow_id, "replaced")
+            if taken is not None and taken.version == taken.delivery.version and self.coedit:
+                # its cells are in the browser's document and file: left registered, it
+                # wrote the file once more when the hold lapsed, its notebook record over
+                # the new workflow's
+                taken.gone = True
+                self.coedit.unregister(workflow_id)
 
-    async def _delivered(self, live: LiveWorkflow) -> None:
+    async def _delivered(self, live: LiveWorkflow) -> ContentsNotebookWriter | None:
         """Wait (at most :data:`DELIVERY_WAIT`) until the browser holding ``live``'s notebook
         has taken its last cells (see :mod:`.delivery`): once the new workflow writes the
-        notebook, the earlier run's last plan is never asked for."""
+        notebook, the earlier run's last plan is never asked for. The writer when the
+        notebook is held (taken or not), else None."""
         writer = getattr(live.engine.runtime, "writer", None)
         coedit = self.coedit
         if not isinstance(writer, ContentsNotebookWriter) or coedit is None:
-            return
+            return None
         path = writer.api_path
         if not coedit.leases.held(path) or await coedit.room_document(path) is not None:
-            return  # the file or the room has the cells already
+            return None  # the file or the room has the cells already
+        if not await self._holds_cells_of(path, live.workflow_id):
+            # the user removed the run's cells (New workflow… offers it, and saves first):
+            # its last plan would only put them back
+            writer.gone = True
+            coedit.unregister(live.workflow_id)
+            return None
         if not await writer.delivery.wait_for(writer.version, DELIVERY_WAIT):
             log.warning(
                 "notebook-bcc: the browser holding %s had not taken the last cells of %s "
@@ -191,6 +203,21 @@ class CreateRoom(ServiceCore):
                 live.workflow_id,
                 DELIVERY_WAIT,
             )
+        return writer
+
+    async def _holds_cells_of(self, path: str, workflow_id: str) -> bool:
+        """Whether the notebook file at ``path`` has a cell of ``workflow_id`` (True when it
+        cannot be read: then nothing is concluded from it)."""
+        try:
+            content, _ = await self.contents.read_notebook(path)
+        except Exception:
+            return True
+        cells = content.get("cells") if isinstance(content, dict) else None
+        for cell in cells if isinstance(cells, list) else []:
+            own = cell.get("metadata", {}).get("notebook_bcc") if isinstance(cell, dict) else None
+            if isinstance(own, dict) and own.get("workflow_id") == workflow_id:
+                return True
+        return False
 
     async def _open_engine(
         self,

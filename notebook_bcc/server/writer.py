@@ -105,7 +105,7 @@ class ContentsNotebookWriter(NotebookWriter):
         """Bumped on every cell or metadata change (the panel asks for a merge when it moves)."""
         self.closed = False
         self.gone = False
-        """The notebook was deleted: nothing is written any more (the run pauses)."""
+        """The notebook was deleted, or a newer workflow writes it: nothing is written."""
         self.before_write: Callable[[], Awaitable[None]] | None = None
         """Called before each write (following the notebook by file id, :mod:`.file_ids`)."""
         self.after_write: Callable[[ContentsNotebookWriter], Awaitable[None]] | None = None

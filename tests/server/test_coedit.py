@@ -196,8 +196,33 @@ async def test_a_document_reverted_to_an_older_file_gets_the_later_workflow_cell
     assert now["deleted"] == [], now
 
 
-def _empty_notebook(path: Path) -> None:
-    path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+async def _held_run_completed(
+    api: Api, root: Path, notebook: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A new ``notebook`` held by :data:`HOLDER`, a quick.yaml run on it completed, its code
+    cell saved by the browser as it was while it ran: the heartbeat body, the run's first
+    snapshot."""
+    (root / notebook).write_text(
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    hold = {"holder": HOLDER, "paths": [notebook]}
+    await api.ok("POST", "documents", body=hold)
+    first = await api.start(notebook, "blueprints/quick.yaml")
+    await api.wait_status(first["workflow_id"], "completed")
+    # the browser had saved one of the run's cells in an earlier state (it writes the file)
+    ran = {"notebook_bcc": {"workflow_id": first["workflow_id"], "status": "running"}}
+    cell = {"cell_type": "code", "id": "c1", "metadata": ran, "source": "answer = 40 + 2"}
+    (root / notebook).write_text(
+        json.dumps(
+            {
+                "cells": [{**cell, "outputs": [], "execution_count": None}],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
+    return hold, first
 
 
 async def test_a_new_workflow_waits_for_the_browser_to_take_the_earlier_runs_last_cells(
@@ -209,11 +234,7 @@ async def test_a_new_workflow_waits_for_the_browser_to_take_the_earlier_runs_las
     for: Lab kept the earlier run's code cell running (``[*]``, no outputs) and saved it so.
     The start now waits until the browser has taken those cells."""
     notebook = "again.ipynb"
-    _empty_notebook(root / notebook)
-    hold = {"holder": HOLDER, "paths": [notebook]}
-    await api.ok("POST", "documents", body=hold)
-    first = await api.start(notebook, "blueprints/quick.yaml")
-    await api.wait_status(first["workflow_id"], "completed")
+    hold, first = await _held_run_completed(api, root, notebook)
     second = asyncio.ensure_future(api.start(notebook, "blueprints/quick.yaml"))
     done, _ = await asyncio.wait({second}, timeout=1.5)
     assert not done, "started before the browser had taken the earlier run's last cells"
@@ -240,11 +261,60 @@ async def test_a_browser_that_never_takes_the_cells_delays_a_new_workflow_only_b
     workflow from starting: it starts once the bounded wait is over."""
     monkeypatch.setattr(create_module, "DELIVERY_WAIT", 0.5)
     notebook = "frozen.ipynb"
-    _empty_notebook(root / notebook)
-    await api.ok("POST", "documents", body={"holder": HOLDER, "paths": [notebook]})
-    first = await api.start(notebook, "blueprints/quick.yaml")
-    await api.wait_status(first["workflow_id"], "completed")
+    _, first = await _held_run_completed(api, root, notebook)
     began = monotonic()
     started = await api.start(notebook, "blueprints/quick.yaml")
     assert started["workflow_id"] != first["workflow_id"]
     assert monotonic() - began >= 0.5
+
+
+async def test_once_the_browser_took_its_cells_a_replaced_run_writes_the_notebook_no_more(
+    api: Api, root: Path, bcc_app: NotebookBccApp
+) -> None:
+    """The earlier run's writer, closed while the browser held the notebook, used to stay
+    registered until the hold lapsed and then write the file once more, its own notebook
+    record (``metadata.notebook_bcc``) over the new run's. Once the browser has taken its
+    cells, nothing of it is left to write: the file keeps the new run's record."""
+    notebook = "twice.ipynb"
+    _, first = await _held_run_completed(api, root, notebook)
+    merge = {"holder": HOLDER, "path": notebook, "cells": [], "document_modified": None}
+    plan = await api.ok("POST", "documents", "merge", body=merge)
+    ack = {"path": notebook, "token": plan["token"], "saved": None}
+    assert await api.ok("POST", "documents", "ack", body=ack) == {"acknowledged": True}
+    second = await api.start(notebook, "blueprints/quick.yaml")
+    coedit = bcc_app.service.coedit
+    assert coedit is not None
+    # still held: the earlier run's writer has nothing left to write, and is gone
+    registered = dict(coedit.writers())
+    assert first["workflow_id"] not in registered, "the earlier run's writer waits to write"
+    assert second["workflow_id"] in registered
+    await api.wait_status(second["workflow_id"], "completed")
+    # the tab closes: the server writes the file itself, with the new run's record
+    await api.ok("POST", "documents", body={"holder": HOLDER, "paths": []})
+
+    def owner() -> Any:
+        return json.loads((root / notebook).read_text())["metadata"].get("notebook_bcc", {})
+
+    await until(lambda: owner().get("workflow_id") == second["workflow_id"], "the new record")
+
+
+async def test_a_run_whose_cells_the_user_removed_is_not_waited_for_nor_put_back(
+    api: Api, root: Path, bcc_app: NotebookBccApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "New workflow…" with "Remove the earlier run's cells" checked removes them from Lab's
+    document and saves before it starts. The earlier run's last plan (never asked for) would
+    only put a removed cell back (seen in the failed-run journey: its failing cell came back
+    at the top): the start does not wait for it, and that writer writes nothing more."""
+    monkeypatch.setattr(create_module, "DELIVERY_WAIT", 60.0)
+    notebook = "removed.ipynb"
+    _, first = await _held_run_completed(api, root, notebook)
+    # the browser removed the run's cells and saved (the file has none of them)
+    (root / notebook).write_text(
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    second = await asyncio.wait_for(api.start(notebook, "blueprints/quick.yaml"), 30)
+    coedit = bcc_app.service.coedit
+    assert coedit is not None
+    registered = dict(coedit.writers())
+    assert first["workflow_id"] not in registered
+    assert second["workflow_id"] in registered
