@@ -34,6 +34,13 @@ import { resolveConflicts } from './conflicts';
 import { serializeRenames, type SaveQueue } from './renames';
 import { canonical, mergeNotebook, type NotebookJson } from './threeWay';
 
+/** What the co-editor does, for whoever debugs it: the browser console's verbose level
+ *  (hidden unless asked for), one line per merge, plan and save, never per heartbeat. */
+function trace(message: string): void {
+  const at = new Date().toISOString().slice(11, 23);
+  console.debug(`notebook-bcc co-editing: ${at} ${message}`);
+}
+
 /** Heartbeat period; cells appear within this (sooner on a live "cell" event). */
 const BEAT_MS = 1500;
 
@@ -120,6 +127,7 @@ export class DocumentCoeditor {
       panel.context.fileChanged.connect(remember);
       panel.context.saveState.connect((context, state) => {
         const path = context.path;
+        trace(`save of ${path} ${state}`);
         if (state === 'started') {
           // what this save writes: the plans applied so far, not those applied meanwhile,
           // and the document as it is now (Lab takes its content in this same step)
@@ -299,11 +307,14 @@ export class DocumentCoeditor {
           this.versions.delete(doc.path);
           void this.follow(panel);
         } else if (this.versions.get(doc.path) !== doc.version || this.retry.has(doc.path)) {
+          const had = this.versions.get(doc.path);
+          trace(`${doc.path}: cells version ${doc.version}, this document has ${had}`);
           void this.merge(panel, doc.version);
         }
       }
-    } catch {
+    } catch (error) {
       // the server may be restarting; the next beat holds again
+      trace(`heartbeat failed: ${String(error)}`);
     } finally {
       this.beating = false;
     }
@@ -336,6 +347,7 @@ export class DocumentCoeditor {
     const context = panel.context;
     const path = context.path;
     if (this.busy.has(path)) {
+      trace(`${path}: a merge is under way; version ${version} waits for the next heartbeat`);
       return;
     }
     this.busy.add(path);
@@ -359,6 +371,11 @@ export class DocumentCoeditor {
       // one that failed, say) made the document clean, and this plan's cells must be saved
       const wasDirty = context.model.dirty && this.userEdited(panel);
       const changed = this.apply(panel, sent, plan);
+      trace(
+        `plan ${plan.token.slice(0, 8)} for ${path} at version ${plan.version}: ` +
+          `${plan.ops.map(op => `${op.op} ${op.index}`).join(', ') || 'nothing to do'}` +
+          (changed === null ? ' (no longer applies: planned again)' : '')
+      );
       if (changed === null) {
         this.retry.add(path); // the user changed the document meanwhile: plan again
         return;
@@ -380,7 +397,8 @@ export class DocumentCoeditor {
         // racing theirs would be what makes Lab ask "File Changed".
         await this.save(panel);
       }
-    } catch {
+    } catch (error) {
+      trace(`merge of ${path} failed: ${String(error)}`);
       this.retry.add(path);
     } finally {
       this.busy.delete(path);

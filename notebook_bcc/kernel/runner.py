@@ -389,6 +389,9 @@ class ActionRunner:
             bcc["exec_path"] = path.key
             if contract_id is not None:
                 bcc["contract_id"] = contract_id
+            # told, not only changed in place: a sink that wrote the cell as added (a held
+            # notebook's merge, a debounced write) would show it pending until it ends
+            self._emit(cell, "updated")
         limit = timeout if timeout is not None else self.cell_timeout
         self.executing = cell_id
         try:

@@ -13,6 +13,7 @@ kernels down).
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,7 @@ class NotebookBccApp(ExtensionApp):
         """Build the workflow service on the server's contents, session and kernel managers."""
         assert self.serverapp is not None
         server = self.serverapp
+        self._route_package_log()
         if self.replace_on_save and install_replace_on_save(server.contents_manager):
             self.log.info("notebook_bcc: the contents manager saves by rename (replace_on_save)")
         self.service = WorkflowService(
@@ -246,6 +248,17 @@ class NotebookBccApp(ExtensionApp):
         # the root would hold up the server's start); checks and writes wait for it
         self.service.file_ids = FileIdFollower(follower, build=lambda: crawled_file_ids(root, db))
         self.settings[FILE_IDS_SETTING] = self.service.file_ids
+
+    def _route_package_log(self) -> None:
+        """Send the package's module loggers (``notebook_bcc.server.writer``, ...) to this
+        app's log, at its level: a module logger has no handler of its own, so without this
+        its info and debug lines went nowhere and its warnings reached stderr unformatted."""
+        package = logging.getLogger("notebook_bcc")
+        package.setLevel(self.log.level)
+        package.propagate = False
+        for handler in self.log.handlers:
+            if handler not in package.handlers:
+                package.addHandler(handler)
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""

@@ -138,6 +138,12 @@ class Coediting:
         """The workflow's writer has nothing left to write."""
         self._writers.pop(workflow_id, None)
 
+    def retire(self, workflow_id: str, writer: ContentsNotebookWriter) -> None:
+        """A newer workflow writes ``writer``'s notebook: it writes nothing more (left
+        registered, it wrote the file once more when the hold lapsed)."""
+        writer.gone = True
+        self.unregister(workflow_id)
+
     def writer_for(self, path: str) -> tuple[str, ContentsNotebookWriter] | None:
         """The newest writer whose notebook is ``path`` now, with its workflow id."""
         for workflow_id, writer in reversed(list(self._writers.items())):

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -36,6 +37,8 @@ from notebook_bcc.server.coedit_models import (
 from notebook_bcc.server.contents import notebook_api_path
 from notebook_bcc.server.errors import ServerError
 from notebook_bcc.server.handlers import URL_PREFIX, BccAPIHandler
+
+log = logging.getLogger(__name__)
 
 COEDIT_SETTING = "notebook_bcc_coedit"
 """Tornado settings key of the server's :class:`Coediting`."""
@@ -120,6 +123,15 @@ class MergeHandler(_CoeditHandler):
             request.document_modified,
             reloaded=request.reloaded,
         )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "merge plan %s for %s of %s at cells version %s: %s",
+                plan["token"][:8],
+                request.holder[:8],
+                request.path,
+                plan["version"],
+                ", ".join(_op_words(op) for op in plan["ops"]) or "nothing to do",
+            )
         self.answer(MergeAnswer.model_validate(plan))
 
 
@@ -133,7 +145,22 @@ class AckHandler(_CoeditHandler):
         request = self.parse(AckRequest)
         writer = self.writer(request.path)
         done = writer.acknowledge(request.token, request.saved, request.detached, request.deleted)
+        log.debug(
+            "merge plan %s of %s saved at %s: %s",
+            request.token[:8],
+            request.path,
+            request.saved,
+            "acknowledged" if done else "unknown (superseded)",
+        )
         self.answer(AckAnswer(acknowledged=done))
+
+
+def _op_words(op: dict[str, Any]) -> str:
+    """One plan operation for the debug log: ``insert 3 <id> (running)``."""
+    cell = op.get("cell") or {}
+    own = (cell.get("metadata") or {}).get("notebook_bcc") or {}
+    status = own.get("status") if isinstance(own, dict) else None
+    return f"{op.get('op')} {op.get('index')} {str(op.get('cell_id'))[:12]} ({status})"
 
 
 def coedit_routes() -> list[tuple[str, type[web.RequestHandler]]]:

@@ -11,6 +11,7 @@ from typing import Any
 from notebook_bcc.blueprint.parameters import ParameterError
 from notebook_bcc.engine.engine import Engine
 from notebook_bcc.engine.options import EngineOptions
+from notebook_bcc.kernel.cells import bcc_of
 from notebook_bcc.kernel.document import NotebookDocument
 from notebook_bcc.models.snapshot import WorkflowSnapshot, new_snapshot
 from notebook_bcc.planners.base import Planner
@@ -171,11 +172,10 @@ class CreateRoom(ServiceCore):
             taken = await self._delivered(live) if live is not None else None
             await self._retire(workflow_id, "replaced")
             if taken is not None and taken.version == taken.delivery.version and self.coedit:
-                # its cells are in the browser's document and file: left registered, it
+                # its cells are in the browser's document and file (left registered, it
                 # wrote the file once more when the hold lapsed, its notebook record over
-                # the new workflow's
-                taken.gone = True
-                self.coedit.unregister(workflow_id)
+                # the new workflow's)
+                self.coedit.retire(workflow_id, taken)
 
     async def _delivered(self, live: LiveWorkflow) -> ContentsNotebookWriter | None:
         """Wait (at most :data:`DELIVERY_WAIT`) until the browser holding ``live``'s notebook
@@ -192,8 +192,7 @@ class CreateRoom(ServiceCore):
         if not await self._holds_cells_of(path, live.workflow_id):
             # the user removed the run's cells (New workflow… offers it, and saves first):
             # its last plan would only put them back
-            writer.gone = True
-            coedit.unregister(live.workflow_id)
+            coedit.retire(live.workflow_id, writer)
             return None
         if not await writer.delivery.wait_for(writer.version, DELIVERY_WAIT):
             log.warning(
@@ -214,8 +213,8 @@ class CreateRoom(ServiceCore):
             return True
         cells = content.get("cells") if isinstance(content, dict) else None
         for cell in cells if isinstance(cells, list) else []:
-            own = cell.get("metadata", {}).get("notebook_bcc") if isinstance(cell, dict) else None
-            if isinstance(own, dict) and own.get("workflow_id") == workflow_id:
+            own = bcc_of(cell) if isinstance(cell, dict) else None
+            if own is not None and own.get("workflow_id") == workflow_id:
                 return True
         return False
 

@@ -180,6 +180,9 @@ class Lab:
                     f"--IdentityProvider.token={self.token}",
                     f"--ServerApp.root_dir={self.root}",
                     f"--NotebookBccApp.store_path={self.store_path}",
+                    # the co-editing conversation (merge plans, acknowledgements) in the log a
+                    # failing test prints
+                    "--NotebookBccApp.log_level=DEBUG",
                     # window.jupyterapp: the tests switch the theme live through Lab's command
                     "--LabApp.expose_app_in_browser=True",
                 ],
@@ -513,6 +516,8 @@ class Pages:
     opened: list[Page] = field(default_factory=list)
     contexts: list[BrowserContext] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)
+    """The co-editor's console trace lines (its time, UTC, in each), with their page."""
 
     def new(self) -> Page:
         """A page in a new browser context (its own cookies and storage), 1280x800."""
@@ -525,6 +530,8 @@ class Pages:
         def console(message: ConsoleMessage) -> None:
             if message.type == "error":
                 self.errors.append(f"[page {index} console] {message.text}")
+            elif message.text.startswith("notebook-bcc co-editing:"):
+                self.traces.append(f"[page {index}] {message.text}")
 
         page.on("console", console)
         page.on("pageerror", lambda error: self.errors.append(f"[page {index} error] {error}"))
@@ -559,8 +566,34 @@ def pages(browser: Browser, lab: Lab, request: pytest.FixtureRequest) -> Iterato
             except Exception as exc:  # the page may be what broke
                 print(f"no screenshot of page {index}: {exc}")
         print("\n".join(opened.errors[-40:]) or "(no console errors)")
-        print(f"--- jupyter lab log (tail) ---\n{lab.log_tail()}")
+        print(_where_things_were(lab, opened))
+        print("--- the co-editor's trace (last 80) ---")
+        print("\n".join(opened.traces[-80:]) or "(none)")
+        print(f"--- jupyter lab log (tail) ---\n{lab.log_tail(20000)}")
     opened.close()
+
+
+def _where_things_were(lab: Lab, opened: Pages) -> str:
+    """For a failed test's report: each page's open dialogs and every workflow's state (what
+    a screenshot shows only when it is at hand)."""
+    lines = ["--- when the test failed ---"]
+    for index, page in enumerate(opened.opened):
+        try:
+            texts = page.locator(".jp-Dialog").all_inner_texts()
+        except Exception as exc:  # the page may be what broke
+            texts = [f"(not readable: {exc})"]
+        lines.append(f"page {index} dialogs: {texts or 'none'}")
+    try:
+        answer = lab.api("GET", "workflows")
+        for w in answer["workflows"]:
+            lines.append(
+                f"workflow {w['workflow_id']} {w.get('notebook_path')}: {w.get('run_status')}"
+                f" {w.get('state')} v{w.get('version')} pending={w.get('pending')}"
+                f" running={w.get('running')}"
+            )
+    except Exception as exc:  # the server may be what broke
+        lines.append(f"(workflows not readable: {exc})")
+    return "\n".join(lines)
 
 
 @pytest.fixture

@@ -5,10 +5,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
+from pathlib import Path
 
 import pytest
 
-from notebook_bcc.kernel import ActionOutcome, ActionRunner, EffectsConfig
+from notebook_bcc.kernel import (
+    ActionOutcome,
+    ActionRunner,
+    CellRecord,
+    EffectsConfig,
+    NotebookWriter,
+)
 from notebook_bcc.kernel.cells import bcc_of
 from notebook_bcc.models.actions import AddAction, ExecAction
 from tests.kernel.conftest import LAST, KernelHarness, path, started
@@ -228,3 +236,45 @@ def test_a_cancelled_caller_interrupts_the_cell_and_the_kernel_stays_usable(
     assert kh.run(cancel_midway())
     assert add_and_run(kh, runner, "'usable'", 2).ok
     assert kh.value("'after_cancel' in globals()") == "False"
+
+
+class StatusSink:
+    """Notes each cell change with the cell's ``notebook_bcc.status`` at the moment it was
+    handed over (a sink serializes later, but what it was told is what it knows)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+
+    def put(self, record: CellRecord) -> None:
+        own = bcc_of(record.cell)
+        self.seen.append((record.change, None if own is None else own.get("status")))
+
+    def metadata_changed(self, metadata: object) -> None:
+        """Not needed here."""
+
+
+def test_the_sinks_are_told_a_cell_runs_before_it_ends(kh: KernelHarness, tmp_path: Path) -> None:
+    """A sink that wrote the added cell (``pending``) before the exec began had no news of it
+    running until it ended: a browser holding the notebook, merged in that moment, kept a
+    cell waiting in the kernel for minutes at ``[ ]`` (CI, single-user Lab under load), and a
+    file written during the run said ``pending``."""
+    statuses = StatusSink()
+    runner, _ = kh.runner(sinks=[statuses])
+    writer = NotebookWriter(tmp_path / "n.ipynb", runner.document, fsync=False)
+    runner.sinks.append(writer)
+    added = kh.act(
+        runner, code("import time\nprint('started', flush=True)\ntime.sleep(1.5)"), path(0)
+    )
+    assert statuses.seen == [("created", "pending")]
+    writer.flush()  # the cell as added is written (a merge, a debounced write): pending
+
+    async def while_it_runs() -> str:
+        task = asyncio.ensure_future(runner.run(LAST, path(1)))
+        await started(runner, added.cell_id or "")
+        writer.flush()
+        on_disk = json.loads((tmp_path / "n.ipynb").read_text())
+        await task
+        return str(on_disk["cells"][0]["metadata"]["notebook_bcc"]["status"])
+
+    assert kh.run(while_it_runs()) == "running"
+    assert statuses.seen[1:] == [("updated", "running"), ("executed", "ok")]
