@@ -303,12 +303,26 @@ def test_unchecked_the_new_run_is_written_after_the_earlier_one(lab: Lab, pages:
     )
     after = settled(lab, page, notebook)
     expect(page.locator(".jp-NotebookPanel .jp-InputPrompt", has_text="[*]")).to_have_count(0)
-    # both runs' code cells reached the file in their last state: the earlier run's too, though
-    # the new run started a moment after it ended (its last plan was once never asked for)
-    ran = [c for c in lab.notebook_cells(notebook) if "answer = 40 + 2" in source(c)]
-    assert [owner(c) for c in ran] == [first, second_id], ran
-    assert all(c["metadata"]["notebook_bcc"]["status"] == "ok" for c in ran), ran
-    assert all(c["execution_count"] is not None for c in ran), ran
+
+    # both runs' code cells reach the file in their last state (a heartbeat after the panel
+    # shows the run's end, as every cell): the earlier run's too, though the new run started
+    # a moment after it ended (its last plan was once never asked for: [*] for good)
+    def states(cells: list[dict[str, Any]]) -> list[tuple[str | None, object, object]]:
+        return [
+            (owner(c), c["metadata"]["notebook_bcc"].get("status"), c["execution_count"])
+            for c in cells
+            if "answer = 40 + 2" in source(c)
+        ]
+
+    try:
+        lab.wait_file_cells(
+            notebook,
+            lambda cells: [(s[1], s[2] is not None) for s in states(cells)] == [("ok", True)] * 2,
+            "both runs' code cells in their last state",
+        )
+    except AssertionError as late:
+        raise AssertionError(states(lab.notebook_cells(notebook))) from late
+    assert [s[0] for s in states(lab.notebook_cells(notebook))] == [first, second_id]
     # today's behaviour: the earlier run's cells stay as they were, the new run after them
     assert after[: len(before)] == before, after
     assert all(wf == second_id for _, wf, _ in after[len(before) :]), after
