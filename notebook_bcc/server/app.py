@@ -256,9 +256,8 @@ class NotebookBccApp(ExtensionApp):
         package = logging.getLogger("notebook_bcc")
         package.setLevel(self.log.level)
         package.propagate = False
-        for handler in self.log.handlers:
-            if handler not in package.handlers:
-                package.addHandler(handler)
+        # this app's handlers, not added to an earlier app's (one process may start several)
+        package.handlers = list(self.log.handlers)
 
     def initialize_handlers(self) -> None:
         """Register the routes; ExtensionApp prefixes each with the server's base_url."""
